@@ -1,0 +1,226 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+)
+
+// ErrNoBackend is returned by a pick when no backend is available: every one
+// is down, full, failed, or refused by the caller.
+var ErrNoBackend = errors.New("lbpack: no backend available")
+
+// Strategy names accepted in Config.Strategy.
+const (
+	RoundRobin     = "round_robin"
+	Random         = "random"
+	WeightedRandom = "weighted_random"
+	SmoothWRR      = "smooth_wrr"
+	GCDWRR         = "gcd_wrr"
+	LeastConn      = "least_conn"
+	IPHash         = "ip_hash"
+	URLHash        = "url_hash"
+	Fair           = "fair"
+)
+
+// Hash modes accepted in Config.HashMode (url_hash only).
+const (
+	HashKetama  = "ketama"
+	HashModulo  = "modulo"
+	HashMaglev  = "maglev"
+	HashBounded = "bounded"
+)
+
+// Config describes a balancer: its strategy, the strategy's options and the
+// backends. Options that do not apply to the strategy must be left zero.
+type Config struct {
+	// Strategy is one of the strategy names above.
+	Strategy string
+
+	// Backends are the upstream servers, in configuration order (the order
+	// matters: nginx's tie-breaks and hash walks follow it).
+	Backends []Backend
+
+	// HashMode selects url_hash's mapping: "ketama" (default; nginx's
+	// "hash $key consistent"), "modulo" (nginx's plain "hash $key"),
+	// "maglev" (a weighted Maglev lookup table) or "bounded" (consistent
+	// hashing with bounded loads).
+	HashMode string
+
+	// LoadFactor is the bounded mode's c: no backend takes more than
+	// ceil(c * mean) requests in flight. 0 means 1.25; otherwise above 1.
+	LoadFactor float64
+
+	// Stagger starts smooth_wrr and gcd_wrr at a random point of their period,
+	// so that many balancers with one configuration do not burst in step.
+	Stagger bool
+
+	// TwoChoices makes least_conn pick the better of two random backends
+	// (power of two choices, O(1)) instead of nginx's exact scan.
+	TwoChoices bool
+
+	// DecayTime is fair's EWMA decay time; 0 means 10s.
+	DecayTime time.Duration
+
+	// Now is the clock; nil means time.Now. Tests inject one.
+	Now func() time.Time
+
+	// Rand returns uniformly random 64-bit values; nil means math/rand's
+	// lock-free global source. Tests inject a seeded one.
+	Rand func() uint64
+}
+
+// Balancer picks backends with one strategy. It is safe for concurrent use.
+type Balancer struct {
+	cfg     Config
+	members []*member      // one per Config.Backends entry, same order
+	byAddr  map[string]int // address -> index in members
+	primary *group
+	backup  *group // nil when there are no backup backends
+	now     func() time.Time
+	rand    func() uint64
+}
+
+// New validates cfg and builds a balancer. Errors name the field and value.
+func New(cfg Config) (*Balancer, error) {
+	return build(cfg, nil)
+}
+
+// Update returns a balancer with the same strategy and options over a new
+// backend list. Runtime state (requests in flight, failures, latency
+// estimates) carries over for every address present in both; an address that
+// is new starts its slow start, if it has one.
+func (b *Balancer) Update(backends []Backend) (*Balancer, error) {
+	cfg := b.cfg
+	cfg.Backends = backends
+	return build(cfg, b)
+}
+
+func build(cfg Config, prev *Balancer) (*Balancer, error) {
+	info, ok := strategies[cfg.Strategy]
+	if !ok {
+		return nil, fmt.Errorf("lbpack: strategy %q: unknown (want one of %s)", cfg.Strategy, strategyNames())
+	}
+	if len(cfg.Backends) == 0 {
+		return nil, errors.New("lbpack: backends: empty list")
+	}
+	if err := checkOptions(&cfg); err != nil {
+		return nil, err
+	}
+	b := &Balancer{
+		cfg:    cfg,
+		byAddr: make(map[string]int, len(cfg.Backends)),
+		now:    cfg.Now,
+		rand:   cfg.Rand,
+	}
+	b.cfg.Backends = append([]Backend(nil), cfg.Backends...)
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.rand == nil {
+		b.rand = rand.Uint64
+	}
+	var primary, backup []*member
+	for i, be := range b.cfg.Backends {
+		field := fmt.Sprintf("backends[%d]", i)
+		if err := be.validate(field); err != nil {
+			return nil, err
+		}
+		if j, dup := b.byAddr[be.Address]; dup {
+			return nil, fmt.Errorf("lbpack: %s.address %q: duplicate of backends[%d]", field, be.Address, j)
+		}
+		if be.Backup && info.hashed {
+			return nil, fmt.Errorf("lbpack: %s.backup: strategy %q does not accept backup backends", field, cfg.Strategy)
+		}
+		b.byAddr[be.Address] = i
+		m := newMember(i, be, b, prev)
+		b.members = append(b.members, m)
+		if be.Backup {
+			backup = append(backup, m)
+		} else {
+			primary = append(primary, m)
+		}
+	}
+	if len(primary) == 0 {
+		return nil, errors.New("lbpack: backends: every backend is a backup; at least one must be primary")
+	}
+	var err error
+	if b.primary, err = newGroup(primary, info, &b.cfg); err != nil {
+		return nil, err
+	}
+	if len(backup) > 0 {
+		if b.backup, err = newGroup(backup, info, &b.cfg); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// checkOptions rejects options that do not apply to the strategy, and fills defaults.
+func checkOptions(c *Config) error {
+	if c.HashMode != "" && c.Strategy != URLHash {
+		return fmt.Errorf("lbpack: hash_mode %q: only url_hash has hash modes, not %q", c.HashMode, c.Strategy)
+	}
+	if c.LoadFactor != 0 && !(c.Strategy == URLHash && c.HashMode == HashBounded) {
+		return fmt.Errorf("lbpack: load_factor %v: only url_hash's bounded mode has a load factor", c.LoadFactor)
+	}
+	if c.Stagger && c.Strategy != SmoothWRR && c.Strategy != GCDWRR {
+		return fmt.Errorf("lbpack: stagger: only smooth_wrr and gcd_wrr can stagger, not %q", c.Strategy)
+	}
+	if c.TwoChoices && c.Strategy != LeastConn {
+		return fmt.Errorf("lbpack: two_choices: only least_conn has it, not %q", c.Strategy)
+	}
+	if c.DecayTime != 0 && c.Strategy != Fair {
+		return fmt.Errorf("lbpack: decay_time %v: only fair has a decay time, not %q", c.DecayTime, c.Strategy)
+	}
+	if c.DecayTime < 0 {
+		return fmt.Errorf("lbpack: decay_time %v: must be positive", c.DecayTime)
+	}
+	return nil
+}
+
+// Pick chooses a backend and returns its index in Config.Backends. key is
+// what the hash strategies hash (the client IP for ip_hash, any string for
+// url_hash); the others ignore it. It returns ErrNoBackend when no backend is
+// available.
+func (b *Balancer) Pick(key string) (int, error) {
+	return b.PickFunc(key, nil)
+}
+
+// PickFunc is Pick with the caller's own view of availability: available(i)
+// reports whether backend i may be picked now (for example Caddy's health
+// checks, or the backends a retried request has tried already). A nil func
+// means every backend is available as far as the caller knows. Backends the
+// caller refuses are skipped the way nginx skips an unavailable peer.
+func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error) {
+	// The request travels by value: a pointer passed through the strategy
+	// interface would escape and cost an allocation per pick.
+	r := request{key: key, avail: available, b: b}
+	if i := b.primary.strategy.pick(b.primary, r); i >= 0 {
+		return b.primary.chosen(i, r), nil
+	}
+	if b.backup != nil {
+		if i := b.backup.strategy.pick(b.backup, r); i >= 0 {
+			return b.backup.chosen(i, r), nil
+		}
+	}
+	return -1, ErrNoBackend
+}
+
+// Len returns the number of backends.
+func (b *Balancer) Len() int { return len(b.members) }
+
+// Backend returns backend i as configured.
+func (b *Balancer) Backend(i int) Backend { return b.cfg.Backends[i] }
+
+// Index returns the index of the backend with the given address, or -1.
+func (b *Balancer) Index(address string) int {
+	if i, ok := b.byAddr[address]; ok {
+		return i
+	}
+	return -1
+}
+
+// Strategy returns the balancer's strategy name.
+func (b *Balancer) Strategy() string { return b.cfg.Strategy }

@@ -1,0 +1,3 @@
+module github.com/lbpack/lbpack
+
+go 1.26.0
