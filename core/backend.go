@@ -12,6 +12,10 @@ import (
 // MaxFails is skipped, and the window in which its failures are counted.
 const DefaultFailTimeout = 10 * time.Second
 
+// MaxWeight is the largest weight a backend may have. It keeps every sum and
+// product of weights the strategies form far from overflow.
+const MaxWeight = 1000000
+
 // Backend is one upstream server as configured.
 type Backend struct {
 	// Address is "host:port" ("[::1]:80" for IPv6). It is the backend's identity:
@@ -19,7 +23,7 @@ type Backend struct {
 	// url_hash's ketama mode hashes it exactly as nginx hashes a server name.
 	Address string
 
-	// Weight is the backend's share relative to the others; at least 1.
+	// Weight is the backend's share relative to the others; 1 to MaxWeight.
 	Weight int
 
 	// Down marks the backend permanently unavailable, as nginx's "down":
@@ -53,8 +57,8 @@ func (b Backend) validate(field string) error {
 	if err := CheckAddress(b.Address); err != nil {
 		return fmt.Errorf("lbpack: %s.address %q: %v", field, b.Address, err)
 	}
-	if b.Weight < 1 {
-		return fmt.Errorf("lbpack: %s.weight %d: must be at least 1", field, b.Weight)
+	if b.Weight < 1 || b.Weight > MaxWeight {
+		return fmt.Errorf("lbpack: %s.weight %d: must be from 1 to %d", field, b.Weight, MaxWeight)
 	}
 	if b.MaxConns < 0 {
 		return fmt.Errorf("lbpack: %s.max_conns %d: must not be negative", field, b.MaxConns)

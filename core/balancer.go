@@ -119,7 +119,9 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		b.now = time.Now
 	}
 	if b.rand == nil {
+		// Strategies read the source from the Config they are built from.
 		b.rand = rand.Uint64
+		b.cfg.Rand = b.rand
 	}
 	var primary, backup []*member
 	for i, be := range b.cfg.Backends {
@@ -211,8 +213,14 @@ func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error)
 // Len returns the number of backends.
 func (b *Balancer) Len() int { return len(b.members) }
 
-// Backend returns backend i as configured.
-func (b *Balancer) Backend(i int) Backend { return b.cfg.Backends[i] }
+// Backend returns backend i as configured, or the zero Backend when i is out
+// of range.
+func (b *Balancer) Backend(i int) Backend {
+	if i < 0 || i >= len(b.cfg.Backends) {
+		return Backend{}
+	}
+	return b.cfg.Backends[i]
+}
 
 // Index returns the index of the backend with the given address, or -1.
 func (b *Balancer) Index(address string) int {

@@ -6,18 +6,37 @@ import "sync"
 // (ngx_http_upstream_get_peer) over one group, exactly: a current and an
 // effective weight per member, one O(n) pass per pick, under the group's lock.
 type smoothState struct {
+	g         *group
 	mu        sync.Mutex
 	current   []int
 	effective []int
+	// low marks members whose effective weight is below their weight; each
+	// is counted once in g.unsteady until it has climbed back.
+	low []bool
+	// tied is least_conn's scratch list of tied positions (nil for other
+	// strategies); it is used under mu only.
+	tied []int
 }
 
 func newSmoothState(g *group) *smoothState {
+	n := len(g.members)
 	s := &smoothState{
-		current:   make([]int, len(g.members)),
-		effective: make([]int, len(g.members)),
+		g:         g,
+		current:   make([]int, n),
+		effective: make([]int, n),
+		low:       make([]bool, n),
 	}
 	for i, m := range g.members {
-		s.effective[i] = m.weight
+		// A penalty that was still being worked off carries over an Update.
+		e := m.weight - int(m.state.deficit.Load())
+		if e < 0 {
+			e = 0
+		}
+		s.effective[i] = e
+		if e < m.weight {
+			s.low[i] = true
+			g.unsteady.Add(1)
+		}
 	}
 	return s
 }
@@ -27,6 +46,13 @@ func newSmoothState(g *group) *smoothState {
 // lists take part (least_conn shares ties out among the tied members only).
 func (s *smoothState) next(g *group, r *request, among []int) int {
 	s.mu.Lock()
+	best := s.pass(g, r, among)
+	s.mu.Unlock()
+	return best
+}
+
+// pass is next with s.mu held.
+func (s *smoothState) pass(g *group, r *request, among []int) int {
 	best, total := -1, 0
 	if among == nil {
 		for i, m := range g.members {
@@ -45,18 +71,23 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 	if best >= 0 {
 		s.current[best] -= total
 	}
-	s.mu.Unlock()
 	return best
 }
 
-// step adds member i's effective weight to its current weight and to total,
-// lets the effective weight recover by one, and keeps the better of i and
-// best (ties go to the earlier member, as in nginx).
+// step adds member i's effective weight (capped by its slow-start weight) to
+// its current weight and to total, lets the effective weight recover by one
+// toward the configured weight, and keeps the better of i and best (ties go
+// to the earlier member, as in nginx).
 func (s *smoothState) step(r *request, i int, m *member, best, total int) (int, int) {
-	s.current[i] += s.effective[i]
-	total += s.effective[i]
-	if w := r.weight(m); s.effective[i] < w {
+	e := s.effective[i]
+	if w := r.weight(m); e > w {
+		e = w
+	}
+	s.current[i] += e
+	total += e
+	if s.effective[i] < m.weight {
 		s.effective[i]++
+		s.settle(i, m)
 	}
 	if best < 0 || s.current[i] > s.current[best] {
 		best = i
@@ -64,17 +95,33 @@ func (s *smoothState) step(r *request, i int, m *member, best, total int) (int, 
 	return best, total
 }
 
-// fail applies nginx's penalty for a failed request to member i: its
+// fail applies nginx's penalty for a failed request to member m: its
 // effective weight drops by weight/max_fails (not below 0) and then climbs
 // back by one per selection pass.
-func (s *smoothState) fail(i int, m *member) {
-	if m.maxFails == 0 {
+func (s *smoothState) fail(m *member) {
+	if m.maxFails == 0 || !s.g.penalize {
 		return
 	}
+	i := m.pos
 	s.mu.Lock()
 	s.effective[i] -= m.weight / m.maxFails
 	if s.effective[i] < 0 {
 		s.effective[i] = 0
 	}
+	s.settle(i, m)
 	s.mu.Unlock()
+}
+
+// settle keeps g.unsteady and the carried-over deficit in step with member
+// i's effective weight, after it changed. Called with s.mu held.
+func (s *smoothState) settle(i int, m *member) {
+	d := m.weight - s.effective[i]
+	m.state.deficit.Store(int64(d))
+	if d > 0 && !s.low[i] {
+		s.low[i] = true
+		s.g.unsteady.Add(1)
+	} else if d == 0 && s.low[i] {
+		s.low[i] = false
+		s.g.unsteady.Add(-1)
+	}
 }

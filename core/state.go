@@ -1,6 +1,8 @@
 package core
 
 import (
+	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -17,6 +19,12 @@ type member struct {
 	failTimeout int64 // nanoseconds
 	slowStart   int64 // nanoseconds
 	state       *backendState
+
+	group *group // the group the member belongs to
+	pos   int    // position in group.members
+	// ramping is 1 while this member is counted in group.unsteady for a slow
+	// start; it lets the pick path skip the clock when nobody ramps.
+	ramping atomic.Int32
 }
 
 // backendState is the runtime state of one backend address. It is shared by
@@ -29,6 +37,22 @@ type backendState struct {
 	accessed atomic.Int64 // Unix ns of the last failure
 	checked  atomic.Int64 // Unix ns of the last failure or probe
 	ramp     atomic.Int64 // Unix ns when slow start began; 0 when not ramping
+
+	// deficit is configured weight minus nginx's effective weight, as last
+	// left by a smooth pass or a failure; a rebuilt group starts from it.
+	deficit atomic.Int64
+
+	// fair's peak-EWMA latency estimate in ns (float64 bits; 0 = unmeasured),
+	// the Unix ns of its last sample (under mu), and of the last fair pick.
+	ewma     atomic.Uint64
+	mu       sync.Mutex
+	stamp    int64
+	lastPick atomic.Int64
+
+	// owner is the member of the newest balancer built over this address
+	// (a *member), so that a slow start begun through an older balancer
+	// still reaches the group that picks now.
+	owner atomic.Value
 }
 
 func newMember(index int, be Backend, b *Balancer, prev *Balancer) *member {
@@ -55,9 +79,19 @@ func newMember(index int, be Backend, b *Balancer, prev *Balancer) *member {
 	if prev != nil && m.slowStart > 0 {
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).
-		m.state.ramp.Store(b.now().UnixNano())
+		// newGroup counts the ramp in the group.
+		m.state.ramp.Store(unixNano(b.now()))
 	}
 	return m
+}
+
+// unixNano is t in Unix nanoseconds, never 0: 0 means "not set" in the state.
+func unixNano(t time.Time) int64 {
+	ns := t.UnixNano()
+	if ns == 0 {
+		ns = 1
+	}
+	return ns
 }
 
 // Start records that a request to backend i has begun. Every Start must be
@@ -73,6 +107,15 @@ func (b *Balancer) Start(i int) {
 
 // Done records that a request to backend i has ended after latency; failed
 // says whether it counts as a failure (nginx's proxy_next_upstream errors).
+//
+// Failures are accounted as nginx does: fails goes up, the failure time is
+// kept, and under smooth weighting the backend's effective weight drops by
+// weight/max_fails and then climbs back by one per selection pass. A backend
+// with max_fails failures is skipped until fail_timeout has passed since the
+// last failure, then gets one probe per fail_timeout; a success after a probe
+// (or after fail_timeout) clears its failures, and starts its slow start if
+// it was out. Like nginx, a balancer with a single backend and no backups does
+// no failure accounting. fair also feeds latency into its estimate here.
 func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 	if i < 0 || i >= len(b.members) {
 		return
@@ -80,18 +123,46 @@ func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 	m := b.members[i]
 	s := m.state
 	s.inflight.Add(-1)
+	var now int64
+	if m.group.decay > 0 {
+		now = unixNano(b.now())
+		s.observe(int64(latency), failed, now, m.group.decay)
+	}
+	if b.single() {
+		if s.fails.Load() != 0 {
+			s.fails.Store(0)
+		}
+		return
+	}
 	if failed {
-		now := b.now().UnixNano()
+		if now == 0 {
+			now = unixNano(b.now())
+		}
 		s.fails.Add(1)
 		s.accessed.Store(now)
 		s.checked.Store(now)
+		if m.maxFails > 0 {
+			m.group.smooth.fail(m)
+		}
 		return
 	}
 	// nginx marks a peer live again when a request succeeds after its last
-	// failure or probe.
-	if s.fails.Load() != 0 && s.accessed.Load() < s.checked.Load() {
-		s.fails.Store(0)
+	// failure was followed by a probe (checked moved past accessed).
+	f := s.fails.Load()
+	if f != 0 && s.accessed.Load() < s.checked.Load() && s.fails.CompareAndSwap(f, 0) {
+		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
+			if now == 0 {
+				now = unixNano(b.now())
+			}
+			m.startRamp(now)
+		}
 	}
+}
+
+// single reports nginx's "single peer" case: one primary backend and no
+// backups, where failures are not counted (there is nowhere else to go).
+func (b *Balancer) single() bool {
+	return b.backup == nil && len(b.primary.members) == 1
 }
 
 // InFlight returns the number of requests to backend i started and not done.
@@ -100,4 +171,82 @@ func (b *Balancer) InFlight(i int) int64 {
 		return 0
 	}
 	return b.members[i].state.inflight.Load()
+}
+
+// startRamp begins m's slow start at now, in m's group and in the group of the
+// newest balancer over the same address.
+func (m *member) startRamp(now int64) {
+	m.state.ramp.Store(now)
+	m.markRamp()
+	if o, ok := m.state.owner.Load().(*member); ok && o != m && o.slowStart > 0 {
+		o.markRamp()
+	}
+}
+
+// markRamp counts m in its group's unsteady members while it ramps.
+func (m *member) markRamp() {
+	if m.ramping.CompareAndSwap(0, 1) {
+		m.group.unsteady.Add(1)
+	}
+}
+
+// rampShare returns the fraction of its weight that member m has now: 1 when
+// it is not ramping, else 0.1 rising linearly to 1 over its slow start. It
+// reads the clock only while m ramps, and ends the ramp when it is over.
+func (r *request) rampShare(m *member) float64 {
+	if m.ramping.Load() == 0 {
+		return 1
+	}
+	start := m.state.ramp.Load()
+	if start != 0 && m.slowStart > 0 {
+		el := r.now() - start
+		if el < m.slowStart {
+			if el < 0 {
+				el = 0
+			}
+			return 0.1 + 0.9*float64(el)/float64(m.slowStart)
+		}
+		m.state.ramp.CompareAndSwap(start, 0)
+	}
+	if m.ramping.CompareAndSwap(1, 0) {
+		m.group.unsteady.Add(-1)
+		if m.state.ramp.Load() != 0 {
+			// A new ramp began meanwhile (another recovery): count it again.
+			m.markRamp()
+		}
+	}
+	return 1
+}
+
+// observe feeds one latency sample (ns) into fair's peak-EWMA estimate: a
+// sample above the estimate replaces it at once (the peak), one below pulls
+// it down with weight 1-exp(-elapsed/decay), elapsed being the time since the
+// previous sample. A failure counts as twice the larger of its latency and the
+// estimate, so that a backend failing fast does not look fast.
+func (s *backendState) observe(lat int64, failed bool, now, decay int64) {
+	x := float64(lat)
+	if x < 1 {
+		x = 1 // a measured backend never scores as unmeasured
+	}
+	s.mu.Lock()
+	e := math.Float64frombits(s.ewma.Load())
+	if failed {
+		if e > x {
+			x = e
+		}
+		x *= 2
+	}
+	if e == 0 || x >= e {
+		e = x
+	} else {
+		el := now - s.stamp
+		if el < 0 {
+			el = 0
+		}
+		w := math.Exp(-float64(el) / float64(decay))
+		e = e*w + x*(1-w)
+	}
+	s.stamp = now
+	s.ewma.Store(math.Float64bits(e))
+	s.mu.Unlock()
 }

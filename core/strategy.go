@@ -47,14 +47,22 @@ type group struct {
 	totalWeight int
 	strategy    strategy
 	// smooth is nginx's exact smooth weighted round robin over this group:
-	// smooth_wrr's path when its table does not apply, and the fallback of
-	// the hash strategies after 20 tries.
+	// smooth_wrr's path when its table does not apply, the tie-break of
+	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
 	// unsteady counts members whose weight nginx would not use as configured
 	// right now: an effective weight lowered by failures, or a slow start in
 	// progress. While it is not zero, strategies with precomputed tables must
 	// take nginx's exact path instead.
 	unsteady atomic.Int32
+	// decay is fair's latency decay time in ns; 0 when the strategy does not
+	// estimate latency, so that Done reads no clock for it.
+	decay int64
+	// penalize says whether a failure lowers the member's effective weight:
+	// for the strategies that run nginx's smooth pass (smooth_wrr, least_conn's
+	// ties, the hash strategies' fallback), as nginx does. The others have no
+	// effective weight, and nothing would ever restore it.
+	penalize bool
 }
 
 // steady reports whether every member currently weighs what it is configured
@@ -63,8 +71,15 @@ func (g *group) steady() bool { return g.unsteady.Load() == 0 }
 
 func newGroup(members []*member, info strategyInfo, c *Config) (*group, error) {
 	g := &group{members: members}
-	for _, m := range members {
+	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
+	for i, m := range members {
 		g.totalWeight += m.weight
+		m.group = g
+		m.pos = i
+		m.state.owner.Store(m)
+		if m.slowStart > 0 && m.state.ramp.Load() != 0 {
+			m.markRamp() // a new backend, or one still ramping before Update
+		}
 	}
 	g.smooth = newSmoothState(g)
 	s, err := info.build(g, c)
@@ -77,10 +92,12 @@ func newGroup(members []*member, info strategyInfo, c *Config) (*group, error) {
 
 // chosen does nginx's bookkeeping for the member a pick chose and returns its
 // backend index: a member whose fail_timeout has passed gets one probe per
-// window, so its "checked" time moves to now.
+// window, so its "checked" time moves to now. While a member has no failures
+// its checked time is never read (the next failure overwrites it), so the
+// clock is read only for members with failures.
 func (g *group) chosen(pos int, r request) int {
 	m := g.members[pos]
-	if m.maxFails > 0 {
+	if m.maxFails > 0 && m.state.fails.Load() != 0 {
 		now := r.now()
 		if now-m.state.checked.Load() > m.failTimeout {
 			m.state.checked.Store(now)
@@ -100,15 +117,37 @@ type request struct {
 // now returns the pick's time in Unix nanoseconds, reading the clock once.
 func (r *request) now() int64 {
 	if r.nowNs == 0 {
-		r.nowNs = r.b.now().UnixNano()
+		r.nowNs = unixNano(r.b.now())
 	}
 	return r.nowNs
 }
 
 // weight returns member m's weight for this pick: its configured weight,
-// scaled down while the member is in slow start.
+// scaled down while the member is in slow start (10% rising linearly to 100%
+// over Backend.SlowStart), and never below 1. Integer weights ramp in steps:
+// a weight below 10 starts at 1.
 func (r *request) weight(m *member) int {
-	return m.weight
+	if m.ramping.Load() == 0 {
+		return m.weight
+	}
+	w := int(float64(m.weight) * r.rampShare(m))
+	if w < 1 {
+		w = 1
+	}
+	return w
+}
+
+// milliWeight is weight in thousandths, so that least_conn and fair ramp
+// smoothly even for weight 1.
+func (r *request) milliWeight(m *member) int64 {
+	if m.ramping.Load() == 0 {
+		return int64(m.weight) * 1000
+	}
+	w := int64(float64(m.weight) * 1000 * r.rampShare(m))
+	if w < 1 {
+		w = 1
+	}
+	return w
 }
 
 // ok reports whether member m may be picked now: not down, not full, not
@@ -121,7 +160,7 @@ func (r *request) ok(m *member) bool {
 	if m.maxConns > 0 && s.inflight.Load() >= int64(m.maxConns) {
 		return false
 	}
-	if m.maxFails > 0 && s.fails.Load() >= int64(m.maxFails) && r.now()-s.checked.Load() <= m.failTimeout {
+	if m.maxFails > 0 && s.fails.Load() >= int64(m.maxFails) && r.now()-s.checked.Load() <= m.failTimeout && !r.b.single() {
 		return false
 	}
 	if r.avail != nil && !r.avail(m.index) {

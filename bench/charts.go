@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// saveTiles renders plots on a grid into one SVG file.
+func saveTiles(path string, plots [][]*plot.Plot, w, h vg.Length) error {
+	img := vgsvg.New(w, h)
+	dc := draw.New(img)
+	t := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, t, dc)
+	for j := range plots {
+		for i := range plots[j] {
+			if plots[j][i] != nil {
+				plots[j][i].Draw(canvases[j][i])
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func savePlot(path string, p *plot.Plot, w, h vg.Length) error {
+	return saveTiles(path, [][]*plot.Plot{{p}}, w, h)
+}
+
+// ChartSmooth draws picks per backend over time, weights 5,3,2: lbpack's
+// smooth_wrr against Caddy's weighted_round_robin. Top: which backend each
+// pick went to. Bottom: each backend's picks so far minus its ideal share.
+func ChartSmooth(path string) error {
+	weights := []int{5, 3, 2}
+	const picks = 30
+	subjects := []string{"lbpack smooth_wrr", "Caddy weighted_round_robin"}
+	plots := [][]*plot.Plot{make([]*plot.Plot, 2), make([]*plot.Plot, 2)}
+	for col, name := range subjects {
+		s, ok := FindSubject(name)
+		if !ok {
+			return fmt.Errorf("chart: subject %q not available", name)
+		}
+		seq, err := Sequence(s, weights, picks)
+		if err != nil {
+			return err
+		}
+		top := plot.New()
+		top.Title.Text = name + " (weights 5,3,2)"
+		top.X.Label.Text = "pick"
+		top.Y.Label.Text = "backend"
+		top.Y.Min, top.Y.Max = -0.5, 2.5
+		top.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "a (5)"}, {Value: 1, Label: "b (3)"}, {Value: 2, Label: "c (2)"}})
+		top.Add(plotter.NewGrid())
+		bottom := plot.New()
+		bottom.Title.Text = "picks so far − ideal share"
+		bottom.X.Label.Text = "pick"
+		bottom.Y.Label.Text = "deviation"
+		bottom.Y.Min, bottom.Y.Max = -3, 3
+		bottom.Add(plotter.NewGrid())
+		for b := range weights {
+			pts := plotter.XYs{}
+			dev := plotter.XYs{{X: 0, Y: 0}}
+			count := 0
+			for t, x := range seq {
+				if x == b {
+					pts = append(pts, plotter.XY{X: float64(t + 1), Y: float64(b)})
+					count++
+				}
+				dev = append(dev, plotter.XY{X: float64(t + 1), Y: float64(count) - float64(t+1)*float64(weights[b])/10})
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Color = plotutil.Color(b)
+			sc.GlyphStyle.Shape = draw.CircleGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(4)
+			top.Add(sc)
+			ln, err := plotter.NewLine(dev)
+			if err != nil {
+				return err
+			}
+			ln.Color = plotutil.Color(b)
+			ln.Width = vg.Points(1.5)
+			bottom.Add(ln)
+			bottom.Legend.Add(letter(b), ln)
+		}
+		bottom.Legend.Top = true
+		plots[0][col], plots[1][col] = top, bottom
+	}
+	return saveTiles(path, plots, 26*vg.Centimeter, 16*vg.Centimeter)
+}
+
+// ChartLatency draws the latency CDF of every model in one scenario.
+func ChartLatency(path string, sc Scenario, res []SimResult) error {
+	p := plot.New()
+	p.Title.Text = "Latency CDF: " + sc.Name
+	p.X.Label.Text = "latency (ms, log scale)"
+	p.Y.Label.Text = "fraction of requests"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(plotter.NewGrid())
+	for i, r := range res {
+		const points = 400
+		xy := make(plotter.XYs, 0, points)
+		for k := 1; k <= points; k++ {
+			q := float64(k) / points
+			j := int(q*float64(len(r.Latencies))) - 1
+			if j < 0 {
+				j = 0
+			}
+			x := float64(r.Latencies[j]) / float64(time.Millisecond)
+			if x < 0.1 {
+				x = 0.1
+			}
+			xy = append(xy, plotter.XY{X: x, Y: q})
+		}
+		ln, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		ln.Color = plotutil.Color(i)
+		ln.Dashes = plotutil.Dashes(i)
+		ln.Width = vg.Points(1.5)
+		p.Add(ln)
+		p.Legend.Add(fmt.Sprintf("%s (p99 %s ms)", r.Model, ms(r.P99)), ln)
+	}
+	p.Legend.Left = false
+	p.Legend.Top = false
+	p.Legend.XOffs = -vg.Millimeter * 2
+	p.Legend.YOffs = vg.Centimeter * 2
+	return savePlot(path, p, 20*vg.Centimeter, 13*vg.Centimeter)
+}
+
+// ChartHash draws balance against disruption for the hashed subjects at n=100.
+func ChartHash(path string, rows []HashQuality) error {
+	const n = 100
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Hashing at n=%d: balance vs keys moved when one backend leaves", n)
+	p.X.Label.Text = "keys moved / ideal (1/n)   (1 is ideal)"
+	p.Y.Label.Text = "busiest backend / mean   (1 is ideal)"
+	p.Add(plotter.NewGrid())
+	var xys plotter.XYs
+	var labels []string
+	for _, q := range rows {
+		x := q.Leave[n] * n
+		y := q.Balance[n]
+		xys = append(xys, plotter.XY{X: x, Y: y})
+		labels = append(labels, " "+q.Subject.Name)
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Shape = draw.CircleGlyph{}
+	sc.GlyphStyle.Radius = vg.Points(4)
+	sc.GlyphStyle.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	p.Add(sc)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(8)
+	}
+	p.Add(lb)
+	// Modulo moves most keys; a log x axis keeps the consistent schemes apart.
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	xmin, xmax := math.Inf(1), 0.0
+	for _, xy := range xys {
+		xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
+	}
+	p.X.Min, p.X.Max = math.Min(0.5, xmin*0.8), xmax*3
+	p.Y.Min = 0.95
+	return savePlot(path, p, 22*vg.Centimeter, 14*vg.Centimeter)
+}
+
+// ChartCost draws ns per pick against n, one goroutine, log-log.
+func ChartCost(path string, rows []SelRow, sizes []int) error {
+	p := plot.New()
+	p.Title.Text = "Selection cost vs pool size (one goroutine)"
+	p.X.Label.Text = "backends (n)"
+	p.Y.Label.Text = "ns per pick"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks(sizeTicks(sizes))
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	want := []string{"lbpack smooth_wrr", "lbpack url_hash maglev", "lbpack url_hash ketama", "lbpack least_conn",
+		"Caddy weighted_round_robin", "Caddy uri_hash", "Caddy least_conn", "O(n) smooth WRR, one mutex",
+		"stathat/consistent", "dgryski/go-jump"}
+	byName := map[string]SelRow{}
+	for _, r := range rows {
+		byName[r.Subject.Name] = r
+	}
+	k := 0
+	for _, name := range want {
+		r, ok := byName[name]
+		if !ok {
+			continue
+		}
+		var xy plotter.XYs
+		for _, n := range sizes {
+			xy = append(xy, plotter.XY{X: float64(n), Y: math.Max(r.Serial[n].Ns, 0.1)})
+		}
+		ln, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		ln.Color, pts.Color = plotutil.Color(k), plotutil.Color(k)
+		ln.Dashes = plotutil.Dashes(k)
+		pts.Shape = plotutil.Shape(k)
+		ln.Width = vg.Points(1.5)
+		p.Add(ln, pts)
+		p.Legend.Add(name, ln, pts)
+		k++
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	return savePlot(path, p, 20*vg.Centimeter, 15*vg.Centimeter)
+}
+
+func sizeTicks(sizes []int) []plot.Tick {
+	s := append([]int(nil), sizes...)
+	sort.Ints(s)
+	t := make([]plot.Tick, len(s))
+	for i, n := range s {
+		t[i] = plot.Tick{Value: float64(n), Label: fmt.Sprint(n)}
+	}
+	return t
+}

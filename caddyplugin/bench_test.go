@@ -1,0 +1,86 @@
+package caddyplugin
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+)
+
+// benchPool returns n static upstreams with Caddy's host state attached (its
+// own policies read it) and weights 1..10 repeating.
+func benchPool(n int) (reverseproxy.UpstreamPool, []int) {
+	p := make(reverseproxy.UpstreamPool, n)
+	w := make([]int, n)
+	for i := range p {
+		p[i] = &reverseproxy.Upstream{Host: new(reverseproxy.Host), Dial: "10.1." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + ":80"}
+		w[i] = 1 + i%10
+	}
+	return p, w
+}
+
+// benchRequests returns 1024 requests with distinct URIs and client IPs.
+func benchRequests() []*http.Request {
+	rs := make([]*http.Request, 1024)
+	for i := range rs {
+		r := request("/item/"+strconv.Itoa(i*7919), nil)
+		r.RequestURI = r.URL.RequestURI()
+		r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).Set("http.request.uri", r.RequestURI)
+		r.RemoteAddr = "10.9." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + ":5555"
+		rs[i] = r
+	}
+	return rs
+}
+
+// BenchmarkSelect compares lbpack's Select with Caddy's built-in policies
+// over the same static pools in one run. The ratios to report are
+// caddy_weighted_round_robin / smooth_wrr and caddy_uri_hash / url_hash.
+func BenchmarkSelect(b *testing.B) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	reqs := benchRequests()
+	for _, n := range []int{10, 100, 1000} {
+		up, weights := benchPool(n)
+		caddyWRR := &reverseproxy.WeightedRoundRobinSelection{Weights: weights}
+		if err := caddyWRR.Provision(ctx); err != nil {
+			b.Fatal(err)
+		}
+		policies := []struct {
+			name string
+			sel  reverseproxy.Selector
+		}{
+			{"caddy_round_robin", new(reverseproxy.RoundRobinSelection)},
+			{"caddy_weighted_round_robin", caddyWRR},
+			{"caddy_least_conn", reverseproxy.LeastConnSelection{}},
+			{"caddy_uri_hash", reverseproxy.URIHashSelection{}},
+			{"smooth_wrr", &SmoothWRR{Options: Options{Weights: weights}}},
+			{"gcd_wrr", &GCDWRR{Options: Options{Weights: weights}}},
+			{"url_hash_ketama", &URLHash{Options: Options{Weights: weights}}},
+			{"url_hash_maglev", &URLHash{Options: Options{Weights: weights}, Mode: "maglev"}},
+			{"nginx_ip_hash", &NginxIPHash{Options: Options{Weights: weights}}},
+			{"weighted_least_conn", &WeightedLeastConn{Options: Options{Weights: weights}}},
+			{"weighted_least_conn_two_choices", &WeightedLeastConn{Options: Options{Weights: weights}, TwoChoices: true}},
+			{"fair", &Fair{Options: Options{Weights: weights}}},
+		}
+		for _, pc := range policies {
+			if s, ok := pc.sel.(selector); ok {
+				provision(b, s, &health{})
+			}
+			pc.sel.Select(up, reqs[0], nil) // build the balancer outside the timing
+			b.Run("n="+strconv.Itoa(n)+"/"+pc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if pc.sel.Select(up, reqs[i&1023], nil) == nil {
+						b.Fatal("nil pick")
+					}
+				}
+			})
+		}
+	}
+	for _, r := range reqs {
+		cancelRequest(r)
+	}
+}

@@ -1,0 +1,181 @@
+package caddyplugin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+// site wraps a reverse_proxy body in a Caddyfile.
+func site(proxy string) string {
+	return "{\n\tadmin off\n\tauto_https off\n}\nhttp://localhost:8080 {\n\treverse_proxy " + proxy + "\n}\n"
+}
+
+// adapt runs the Caddyfile adapter and returns the JSON config.
+func adapt(t *testing.T, caddyfile string) ([]byte, error) {
+	t.Helper()
+	out, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+	return out, err
+}
+
+// selectionPolicy finds the selection_policy object in an adapted config.
+func selectionPolicy(t *testing.T, cfg []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(cfg, &v); err != nil {
+		t.Fatal(err)
+	}
+	var found any
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k == "selection_policy" {
+					found = e
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	b, err := json.Marshal(found) // map keys come out sorted
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// validate provisions the adapted config without starting it.
+func validate(cfgJSON []byte) error {
+	var cfg caddy.Config
+	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+		return err
+	}
+	return caddy.Validate(&cfg)
+}
+
+func TestCaddyfileAdapt(t *testing.T) {
+	tests := []struct {
+		name, proxy, want string
+	}{
+		{"smooth_wrr positional",
+			"10.0.0.1:80 10.0.0.2:80 10.0.0.3:80 {\n\t\tlb_policy smooth_wrr 5 3 2\n\t}",
+			`{"policy":"smooth_wrr","weights":[5,3,2]}`},
+		{"smooth_wrr block",
+			"10.0.0.1:80 10.0.0.2:80 10.0.0.3:80 10.0.0.4:80 {\n\t\tlb_policy smooth_wrr {\n\t\t\tweight 10.0.0.1:80 5\n\t\t\tslow_start 10.0.0.1:80 30s\n\t\t\tbackup 10.0.0.3:80\n\t\t\tdown 10.0.0.4:80\n\t\t\tstagger\n\t\t}\n\t}",
+			`{"policy":"smooth_wrr","stagger":true,"upstreams":{"10.0.0.1:80":{"slow_start":30000000000,"weight":5},"10.0.0.3:80":{"backup":true},"10.0.0.4:80":{"down":true}}}`},
+		{"gcd_wrr",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy gcd_wrr 4 2 {\n\t\t\tstagger\n\t\t}\n\t}",
+			`{"policy":"gcd_wrr","stagger":true,"weights":[4,2]}`},
+		{"url_hash header key maglev",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy url_hash {\n\t\t\tkey {http.request.header.X-User}\n\t\t\tmode maglev\n\t\t}\n\t}",
+			`{"key":"{http.request.header.X-User}","mode":"maglev","policy":"url_hash"}`},
+		{"url_hash bounded",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy url_hash 2 1 {\n\t\t\tkey {http.request.cookie.sid}\n\t\t\tmode bounded\n\t\t\tload_factor 1.5\n\t\t}\n\t}",
+			`{"key":"{http.request.cookie.sid}","load_factor":1.5,"mode":"bounded","policy":"url_hash","weights":[2,1]}`},
+		{"url_hash client_ip ketama down",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy url_hash {\n\t\t\tkey {client_ip}\n\t\t\tmode ketama\n\t\t\tdown 10.0.0.2:80\n\t\t}\n\t}",
+			`{"key":"{http.vars.client_ip}","mode":"ketama","policy":"url_hash","upstreams":{"10.0.0.2:80":{"down":true}}}`},
+		{"url_hash modulo",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy url_hash {\n\t\t\tmode modulo\n\t\t}\n\t}",
+			`{"mode":"modulo","policy":"url_hash"}`},
+		{"fair",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy fair\n\t}",
+			`{"policy":"fair"}`},
+		{"fair options",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy fair 3 1 {\n\t\t\tdecay_time 5s\n\t\t}\n\t}",
+			`{"decay_time":5000000000,"policy":"fair","weights":[3,1]}`},
+		{"weighted_least_conn",
+			"10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy weighted_least_conn {\n\t\t\tweight 10.0.0.2:80 3\n\t\t\ttwo_choices\n\t\t}\n\t}",
+			`{"policy":"weighted_least_conn","two_choices":true,"upstreams":{"10.0.0.2:80":{"weight":3}}}`},
+		{"nginx_ip_hash",
+			"10.0.0.1:80 10.0.0.2:80 10.0.0.3:80 {\n\t\tlb_policy nginx_ip_hash 2 1 1\n\t}",
+			`{"policy":"nginx_ip_hash","weights":[2,1,1]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := adapt(t, site(tt.proxy))
+			if err != nil {
+				t.Fatalf("adapt: %v", err)
+			}
+			if got := selectionPolicy(t, cfg); got != tt.want {
+				t.Errorf("selection_policy\n got %s\nwant %s", got, tt.want)
+			}
+			if err := validate(cfg); err != nil {
+				t.Errorf("validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestCaddyfileAdaptErrors(t *testing.T) {
+	const three = "10.0.0.1:80 10.0.0.2:80 10.0.0.3:80"
+	tests := []struct {
+		name, proxy, want string
+	}{
+		{"unknown option", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tbogus 1\n\t\t}\n\t}", `lb_policy smooth_wrr: unknown option "bogus"`},
+		{"option of another policy", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tmode maglev\n\t\t}\n\t}", `lb_policy smooth_wrr: unknown option "mode"`},
+		{"unknown mode", three + " {\n\t\tlb_policy url_hash {\n\t\t\tmode zigzag\n\t\t}\n\t}", `mode "zigzag": unknown`},
+		{"negative weight", three + " {\n\t\tlb_policy smooth_wrr 5 -3 2\n\t}", `weight "-3": must be at least 1`},
+		{"zero weight", three + " {\n\t\tlb_policy gcd_wrr 5 0 2\n\t}", `weight "0": must be at least 1`},
+		{"non-numeric weight", three + " {\n\t\tlb_policy smooth_wrr 5 x 2\n\t}", `weight "x": not an integer`},
+		{"negative address weight", three + " {\n\t\tlb_policy fair {\n\t\t\tweight 10.0.0.1:80 -1\n\t\t}\n\t}", `weight 10.0.0.1:80 "-1": must be at least 1`},
+		{"non-numeric address weight", three + " {\n\t\tlb_policy fair {\n\t\t\tweight 10.0.0.1:80 heavy\n\t\t}\n\t}", `weight 10.0.0.1:80 "heavy": not an integer`},
+		{"weight twice", three + " {\n\t\tlb_policy fair {\n\t\t\tweight 10.0.0.1:80 2\n\t\t\tweight 10.0.0.1:80 3\n\t\t}\n\t}", `weight 10.0.0.1:80: given twice`},
+		{"weight without address", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tweight\n\t\t}\n\t}", `weight: missing the upstream address`},
+		{"weight bad address", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tweight backend-a 3\n\t\t}\n\t}", `weight "backend-a": want host:port`},
+		{"backup bad address", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tbackup 10.0.0.1\n\t\t}\n\t}", `backup "10.0.0.1": want host:port`},
+		{"down without address", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tdown\n\t\t}\n\t}", `down: want one or more upstream addresses`},
+		{"slow_start bad duration", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tslow_start 10.0.0.1:80 soon\n\t\t}\n\t}", `slow_start 10.0.0.1:80 "soon": want a positive duration`},
+		{"stagger argument", three + " {\n\t\tlb_policy gcd_wrr {\n\t\t\tstagger yes\n\t\t}\n\t}", `stagger: unexpected argument "yes"`},
+		{"load_factor too small", three + " {\n\t\tlb_policy url_hash {\n\t\t\tmode bounded\n\t\t\tload_factor 0.5\n\t\t}\n\t}", `load_factor "0.5": want a number above 1`},
+		{"decay_time bad", three + " {\n\t\tlb_policy fair {\n\t\t\tdecay_time -5s\n\t\t}\n\t}", `decay_time "-5s": want a positive duration`},
+		{"two_choices argument", three + " {\n\t\tlb_policy weighted_least_conn {\n\t\t\ttwo_choices 2\n\t\t}\n\t}", `two_choices: unexpected argument "2"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := adapt(t, site(tt.proxy))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %v\nwant one containing %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// Errors that need the reverse proxy's upstreams: the Caddyfile adapts, and
+// loading (provisioning) the config fails with an error naming the token.
+func TestCaddyfileProvisionErrors(t *testing.T) {
+	const three = "10.0.0.1:80 10.0.0.2:80 10.0.0.3:80"
+	tests := []struct {
+		name, proxy, want string
+	}{
+		{"positional count", three + " {\n\t\tlb_policy smooth_wrr 5 3\n\t}", "weights: 2 positional weights for 3 upstreams"},
+		{"address not an upstream", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tweight 10.0.0.9:80 4\n\t\t}\n\t}", `upstreams "10.0.0.9:80": not one of the reverse proxy's upstreams`},
+		{"down address not an upstream", three + " {\n\t\tlb_policy nginx_ip_hash {\n\t\t\tdown 10.0.0.9:80\n\t\t}\n\t}", `upstreams "10.0.0.9:80": not one of the reverse proxy's upstreams`},
+		{"both weight forms", three + " {\n\t\tlb_policy smooth_wrr 5 3 2 {\n\t\t\tweight 10.0.0.1:80 4\n\t\t}\n\t}", `upstreams "10.0.0.1:80": weight: give weights by position or by address, not both`},
+		{"backup with a hash policy", three + " {\n\t\tlb_policy url_hash {\n\t\t\tbackup 10.0.0.3:80\n\t\t}\n\t}", `backup`},
+		{"positional weights with dynamic upstreams", "{\n\t\tdynamic a {\n\t\t\tname backend.invalid\n\t\t\tport 80\n\t\t}\n\t\tlb_policy smooth_wrr 5 3\n\t}", "positional weights need static upstreams"},
+		{"unix socket upstream", "unix//run/app.sock {\n\t\tlb_policy smooth_wrr\n\t}", "want host:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := adapt(t, site(tt.proxy))
+			if err != nil {
+				t.Fatalf("adapt: %v", err)
+			}
+			err = validate(cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %v\nwant one containing %s", err, tt.want)
+			}
+		})
+	}
+}

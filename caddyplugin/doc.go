@@ -1,0 +1,29 @@
+// Package caddyplugin plugs lbpack's load-balancing strategies into Caddy's
+// reverse proxy as selection policies (namespace
+// http.reverse_proxy.selection_policies):
+//
+//	smooth_wrr           nginx's smooth weighted round robin
+//	gcd_wrr              LVS's interleaved weighted round robin
+//	url_hash             hashing of any placeholder: ketama, maglev, bounded, modulo
+//	fair                 the upstream expected to answer soonest
+//	weighted_least_conn  nginx's least_conn (Caddy owns the name least_conn)
+//	nginx_ip_hash        nginx's ip_hash (Caddy owns the name ip_hash)
+//
+// Every policy takes weights by position (lb_policy smooth_wrr 5 3 2) or by
+// dial address in its block (weight 10.0.0.1:80 5; needed for dynamic
+// upstreams), and per address the flags backup, down and slow_start.
+// Availability is Caddy's own: active and passive health checks and
+// max_requests, through Upstream.Available. Per-upstream state is keyed by
+// the dial address, so it survives dynamic upstreams (fresh *Upstream values
+// on every request) and retries.
+//
+// Upstreams must dial host:port (no unix sockets, no placeholders in the
+// address): the address is the upstream's identity and the hash strategies
+// hash it.
+//
+// The package also registers the admin endpoint GET /lbpack/state
+// (admin.api.lbpack), a caddy_lbpack_picks_total counter per upstream in
+// Caddy's metrics, and the command `caddy lbpack trace`.
+//
+// Build Caddy with it: xcaddy build --with github.com/lbpack/lbpack/caddyplugin.
+package caddyplugin

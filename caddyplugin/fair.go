@@ -1,0 +1,89 @@
+package caddyplugin
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+func init() {
+	caddy.RegisterModule(new(Fair))
+}
+
+// Fair sends each request to the upstream expected to answer soonest, from
+// its weight, its requests in flight and a decaying average of how long its
+// attempts took, so that traffic moves away from a slow upstream and comes
+// back when it recovers. It needs no other configuration: Select itself
+// records when each attempt starts and ends (see attempt for exactly what is
+// measured).
+//
+// Caddyfile:
+//
+//	lb_policy fair [<weight>...] {
+//		decay_time <duration>
+//		weight     <address> <weight>
+//		backup     <address>...
+//		down       <address>...
+//		slow_start <address> <duration>
+//	}
+type Fair struct {
+	Options
+
+	// DecayTime is how fast old latency samples fade from the estimate:
+	// a sample's weight halves about every DecayTime * ln 2. Default 10s.
+	DecayTime caddy.Duration `json:"decay_time,omitempty"`
+
+	p policy
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Fair) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.reverse_proxy.selection_policies.fair",
+		New: func() caddy.Module { return new(Fair) },
+	}
+}
+
+// Provision checks the options against the reverse proxy's upstreams and
+// prepares the balancer.
+func (m *Fair) Provision(ctx caddy.Context) error {
+	m.p.track = true
+	return m.p.setup(ctx, "fair", &m.Options, core.Config{Strategy: core.Fair, DecayTime: time.Duration(m.DecayTime)})
+}
+
+// Validate checks the options.
+func (m *Fair) Validate() error { return m.Options.validate() }
+
+// Cleanup unregisters the policy from the admin endpoint and the metrics.
+func (m *Fair) Cleanup() error { return m.p.cleanup() }
+
+// Select returns the available upstream expected to answer soonest, or nil.
+func (m *Fair) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
+	return m.p.pick(pool, r)
+}
+
+// UnmarshalCaddyfile sets up the policy from Caddyfile tokens.
+func (m *Fair) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return m.Options.unmarshal(d, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name != "decay_time" {
+			return false, nil
+		}
+		var err error
+		m.DecayTime, err = durationArg(d, name)
+		return true, err
+	})
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*Fair)(nil)
+	_ caddy.Validator       = (*Fair)(nil)
+	_ caddy.CleanerUpper    = (*Fair)(nil)
+	_ reverseproxy.Selector = (*Fair)(nil)
+	_ caddyfile.Unmarshaler = (*Fair)(nil)
+)

@@ -1,0 +1,77 @@
+package caddyplugin
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+func init() {
+	caddy.RegisterModule(new(GCDWRR))
+}
+
+// GCDWRR is LVS's interleaved weighted round robin: the current weight
+// steps down by the weights' greatest common divisor and every upstream at
+// least that heavy is picked in turn (5, 3, 2 gives a a a b a b c a b c).
+//
+// Caddyfile:
+//
+//	lb_policy gcd_wrr [<weight>...] {
+//		weight     <address> <weight>
+//		backup     <address>...
+//		down       <address>...
+//		slow_start <address> <duration>
+//		stagger
+//	}
+type GCDWRR struct {
+	Options
+
+	// Stagger starts the schedule at a random point of its period, so that
+	// many proxies with the same configuration do not send in step.
+	Stagger bool `json:"stagger,omitempty"`
+
+	p policy
+}
+
+// CaddyModule returns the Caddy module information.
+func (*GCDWRR) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.reverse_proxy.selection_policies.gcd_wrr",
+		New: func() caddy.Module { return new(GCDWRR) },
+	}
+}
+
+// Provision checks the options against the reverse proxy's upstreams and
+// prepares the balancer.
+func (m *GCDWRR) Provision(ctx caddy.Context) error {
+	return m.p.setup(ctx, "gcd_wrr", &m.Options, core.Config{Strategy: core.GCDWRR, Stagger: m.Stagger})
+}
+
+// Validate checks the options.
+func (m *GCDWRR) Validate() error { return m.Options.validate() }
+
+// Cleanup unregisters the policy from the admin endpoint and the metrics.
+func (m *GCDWRR) Cleanup() error { return m.p.cleanup() }
+
+// Select returns the next available upstream of the schedule, or nil.
+func (m *GCDWRR) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
+	return m.p.pick(pool, r)
+}
+
+// UnmarshalCaddyfile sets up the policy from Caddyfile tokens.
+func (m *GCDWRR) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return m.Options.unmarshal(d, staggerOption(&m.Stagger))
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*GCDWRR)(nil)
+	_ caddy.Validator       = (*GCDWRR)(nil)
+	_ caddy.CleanerUpper    = (*GCDWRR)(nil)
+	_ reverseproxy.Selector = (*GCDWRR)(nil)
+	_ caddyfile.Unmarshaler = (*GCDWRR)(nil)
+)

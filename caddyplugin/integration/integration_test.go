@@ -1,0 +1,274 @@
+// Package integration runs the lbpack policies in a real Caddy, in process,
+// against backends on loopback. Caddy runs once per test binary (caddytest
+// starts it on the first config load) with its admin API on localhost:2999;
+// each test loads its own config.
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+
+	_ "github.com/lbpack/lbpack/caddyplugin"
+)
+
+const adminAddr = "localhost:2999"
+
+// backend is a loopback HTTP server that answers with its name after delay.
+type backend struct {
+	name string
+	srv  *httptest.Server
+	mu   sync.Mutex
+	hits int
+}
+
+func newBackend(t *testing.T, name string, delay time.Duration) *backend {
+	b := &backend{name: name}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.hits++
+		b.mu.Unlock()
+		time.Sleep(delay)
+		io.WriteString(w, name)
+	}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+func (b *backend) addr() string { return strings.TrimPrefix(b.srv.URL, "http://") }
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// caddyfile returns a config with one proxy site on port whose
+// reverse_proxy body is proxy.
+func caddyfile(port int, proxy string) string {
+	return fmt.Sprintf(`{
+	admin %s
+	auto_https off
+	persist_config off
+	skip_install_trust
+}
+http://127.0.0.1:%d {
+	reverse_proxy %s
+}
+`, adminAddr, port, proxy)
+}
+
+// get fetches url and returns status and body.
+func get(t *testing.T, tc *caddytest.Tester, url string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := tc.Client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(body)
+}
+
+// sequence makes n requests and returns the backend names that answered.
+func sequence(t *testing.T, tc *caddytest.Tester, port, n int) string {
+	t.Helper()
+	out := make([]string, n)
+	for i := range out {
+		code, body := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if code != http.StatusOK {
+			t.Fatalf("request %d: status %d: %s", i+1, code, body)
+		}
+		out[i] = body
+	}
+	return strings.Join(out, " ")
+}
+
+func TestWeightedSequencesOverHTTP(t *testing.T) {
+	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 0), newBackend(t, "c", 0)
+	tests := []struct{ policy, want string }{
+		{"smooth_wrr 5 3 2", "a b c a a b a c b a"},
+		{"gcd_wrr 5 3 2", "a a a b a b c a b c"},
+		{fmt.Sprintf("smooth_wrr {\n\t\t\tweight %s 5\n\t\t\tweight %s 3\n\t\t\tweight %s 2\n\t\t}", a.addr(), b.addr(), c.addr()), "a b c a a b a c b a"},
+	}
+	tc := caddytest.NewTester(t)
+	for _, tt := range tests {
+		port := freePort(t)
+		tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy %s\n\t}", a.addr(), b.addr(), c.addr(), tt.policy)), "caddyfile")
+		if got := sequence(t, tc, port, 10); got != tt.want {
+			t.Errorf("lb_policy %s: got %s, want %s", tt.policy, got, tt.want)
+		}
+	}
+}
+
+// The admin endpoint and the metrics show the picks of a known sequence.
+func TestAdminStateAndMetrics(t *testing.T) {
+	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 0), newBackend(t, "c", 0)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy smooth_wrr 5 3 2\n\t}", a.addr(), b.addr(), c.addr())), "caddyfile")
+	sequence(t, tc, port, 20)
+
+	_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
+	var state struct {
+		Policies []struct {
+			Policy    string
+			Upstreams []struct {
+				Address   string
+				Weight    int
+				Picks     int64
+				InFlight  int64 `json:"in_flight"`
+				Available *bool
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &state); err != nil {
+		t.Fatalf("state %s: %v", body, err)
+	}
+	if len(state.Policies) != 1 || state.Policies[0].Policy != "smooth_wrr" {
+		t.Fatalf("state: want one smooth_wrr policy, got %s", body)
+	}
+	want := map[string][2]int64{a.addr(): {5, 10}, b.addr(): {3, 6}, c.addr(): {2, 4}}
+	for _, u := range state.Policies[0].Upstreams {
+		w := want[u.Address]
+		if int64(u.Weight) != w[0] || u.Picks != w[1] || u.InFlight != 0 || u.Available == nil || !*u.Available {
+			t.Errorf("upstream %s: weight %d picks %d in flight %d available %v; want weight %d picks %d, idle, available",
+				u.Address, u.Weight, u.Picks, u.InFlight, u.Available, w[0], w[1])
+		}
+	}
+
+	_, metrics := get(t, tc, "http://"+adminAddr+"/metrics")
+	for addr, w := range want {
+		line := fmt.Sprintf(`caddy_lbpack_picks_total{policy="%s",upstream="%s"} %d`, policyID(state), addr, w[1])
+		if !strings.Contains(metrics, line) {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+}
+
+func policyID(state any) string {
+	b, _ := json.Marshal(state)
+	var s struct{ Policies []struct{ ID string } }
+	json.Unmarshal(b, &s)
+	if len(s.Policies) == 0 {
+		return ""
+	}
+	return s.Policies[0].ID
+}
+
+// url_hash keeps every key on its upstream across a config reload, and when
+// an upstream leaves, only its keys move (ketama).
+func TestURLHashStickyAcrossReload(t *testing.T) {
+	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 0), newBackend(t, "c", 0)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	policy := "{\n\t\tlb_policy url_hash {\n\t\t\tkey {http.request.header.X-User}\n\t\t}\n\t}"
+	users := make([]string, 60)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%d", i)
+	}
+	mapping := func() map[string]string {
+		m := map[string]string{}
+		for _, u := range users {
+			code, body := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port), "X-User", u)
+			if code != http.StatusOK {
+				t.Fatalf("%s: status %d", u, code)
+			}
+			m[u] = body
+		}
+		return m
+	}
+
+	tc.InitServer(caddyfile(port, strings.Join([]string{a.addr(), b.addr(), c.addr()}, " ")+" "+policy), "caddyfile")
+	before := mapping()
+	counts := map[string]int{}
+	for _, name := range before {
+		counts[name]++
+	}
+	if len(counts) != 3 {
+		t.Fatalf("60 users over 3 upstreams: %v", counts)
+	}
+	if again := mapping(); fmt.Sprint(again) != fmt.Sprint(before) {
+		t.Fatalf("mapping changed without a reload")
+	}
+
+	// Reload with the upstreams listed in another order.
+	tc.InitServer(caddyfile(port, strings.Join([]string{c.addr(), a.addr(), b.addr()}, " ")+" "+policy), "caddyfile")
+	if after := mapping(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("reload moved keys:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// Reload without c: c's users move, nobody else does.
+	tc.InitServer(caddyfile(port, strings.Join([]string{a.addr(), b.addr()}, " ")+" "+policy), "caddyfile")
+	for u, now := range mapping() {
+		if was := before[u]; was != "c" && now != was {
+			t.Errorf("%s moved from %s to %s though %s stayed", u, was, now, was)
+		}
+	}
+}
+
+// fair sends less to a slow upstream: b takes 150ms, a and c answer at once.
+func TestFairAvoidsSlowBackend(t *testing.T) {
+	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 150*time.Millisecond), newBackend(t, "c", 0)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy fair\n\t}", a.addr(), b.addr(), c.addr())), "caddyfile")
+	counts := map[string]int{}
+	for _, name := range strings.Fields(sequence(t, tc, port, 60)) {
+		counts[name]++
+	}
+	// Round robin would give b 20 of 60.
+	if counts["b"] > 6 || counts["a"] < 20 || counts["c"] < 20 {
+		t.Errorf("fair with b 150ms slower: %v; want b at most 6 of 60", counts)
+	}
+}
+
+// With every upstream down Caddy answers cleanly: 502 for the attempts that
+// find a dead upstream, then 503 once passive health has marked them all.
+func TestAllUpstreamsDown(t *testing.T) {
+	dead := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "fair", "weighted_least_conn", "nginx_ip_hash"} {
+		tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s {\n\t\tlb_policy %s\n\t\tfail_duration 30s\n\t\tmax_fails 1\n\t}", dead(), dead(), policy)), "caddyfile")
+		var codes []string
+		for i := 0; i < 3; i++ {
+			code, _ := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port))
+			codes = append(codes, fmt.Sprint(code))
+		}
+		if got := strings.Join(codes, " "); got != "502 502 503" {
+			t.Errorf("%s over two dead upstreams: statuses %s, want 502 502 503", policy, got)
+		}
+	}
+}

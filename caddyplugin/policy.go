@@ -1,0 +1,332 @@
+package caddyplugin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"go.uber.org/zap"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+// maxPoolSets bounds how many distinct upstream sets a policy keeps a
+// balancer for. Static upstreams need one; dynamic upstreams whose answers
+// flap between a few sets keep their schedules without rebuilding.
+const maxPoolSets = 64
+
+// policy is the machinery every lbpack selection policy shares: it turns
+// Caddy's upstream pool into a core balancer, keeps that balancer while the
+// pool is unchanged, and maps Caddy's view of availability onto it. The
+// module types hold one each and differ only in their core.Config and key.
+type policy struct {
+	name string // module name, e.g. "smooth_wrr"
+	id   string // name#N, unique in the process: admin endpoint, metrics
+	opts *Options
+	cfg  core.Config // strategy and its options; Backends filled per pool
+
+	// key returns what the hash strategies hash; nil for the others.
+	key func(*http.Request) string
+	// track makes Select report each attempt's start and end to the
+	// balancer (fair, weighted_least_conn, url_hash's bounded mode).
+	track bool
+	// available is Caddy's health view of an upstream; tests replace it.
+	available func(*reverseproxy.Upstream) bool
+	// attemptVar names the request variable holding this policy's attempt.
+	attemptVar string
+
+	logger *zap.Logger
+
+	// cur is the snapshot for the pool Select saw last; the fast path is
+	// one atomic load and a comparison of the pool's slice header.
+	cur atomic.Pointer[snapshot]
+
+	mu    sync.Mutex            // guards sets, stats and base (the slow path)
+	sets  map[string]*poolEntry // by the sorted set of dial addresses
+	stats map[string]*upstreamStats
+	base  *core.Balancer // the latest balancer; new sets derive from it
+}
+
+// poolEntry is the balancer for one set of dial addresses.
+type poolEntry struct {
+	bal   *core.Balancer
+	stats []*upstreamStats // by backend index
+	err   error            // why this set cannot be balanced; Select returns nil
+}
+
+// snapshot binds one pool slice to its balancer: ups maps the balancer's
+// backend indexes back to this pool's *Upstream values.
+type snapshot struct {
+	pool  reverseproxy.UpstreamPool // kept so that its backing array is not reused
+	entry *poolEntry
+	ups   []*reverseproxy.Upstream // by backend index
+	pred  func(*reverseproxy.Upstream) bool
+	avail func(int) bool // s.availableAt, bound once so picks do not allocate
+}
+
+// upstreamStats are the counters of one dial address, kept across pool
+// changes for the admin endpoint and the metrics.
+type upstreamStats struct {
+	picks   atomic.Int64
+	latency atomic.Int64 // EWMA of attempt durations, ns; 0 before the first
+}
+
+// observe folds one attempt's duration into the latency estimate
+// (weight 1/8 for the newest sample, as TCP's SRTT).
+func (s *upstreamStats) observe(d time.Duration) {
+	for {
+		old := s.latency.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if s.latency.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// matches reports whether pool is the very slice this snapshot was built
+// for: same backing array, length and end elements. Static upstreams pass
+// every time; dynamic ones are fresh slices and take the slow path.
+func (s *snapshot) matches(pool reverseproxy.UpstreamPool) bool {
+	n := len(pool)
+	return n == len(s.pool) && &pool[0] == &s.pool[0] && pool[0] == s.pool[0] && pool[n-1] == s.pool[n-1]
+}
+
+// availableAt is the availability predicate handed to core: backend i is
+// available when Caddy's health checks say so.
+func (s *snapshot) availableAt(i int) bool {
+	u := s.ups[i]
+	return u != nil && s.pred(u)
+}
+
+// policySeq numbers policies for their ids.
+var policySeq atomic.Int64
+
+// setup prepares p for a policy module; it runs from Provision.
+func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.Config) error {
+	p.name = name
+	p.id = name + "#" + strconv.FormatInt(policySeq.Add(1), 10)
+	p.opts = opts
+	p.cfg = cfg
+	p.logger = ctx.Logger()
+	p.attemptVar = "lbpack.attempt." + p.id
+	if p.available == nil {
+		p.available = (*reverseproxy.Upstream).Available
+	}
+	p.sets = make(map[string]*poolEntry)
+	p.stats = make(map[string]*upstreamStats)
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	if err := p.checkAgainstHandler(ctx); err != nil {
+		return err
+	}
+	register(p, ctx)
+	return nil
+}
+
+// checkAgainstHandler finds the reverse proxy this policy belongs to and
+// checks the options against its upstreams, so that a bad weight count or an
+// unknown address fails the config load rather than a request. With static
+// upstreams it also builds the balancer now. Without a visible handler (the
+// policy used as another policy's fallback) it checks the options alone.
+func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
+	var h *reverseproxy.Handler
+	mods := ctx.Modules()
+	for i := len(mods) - 1; i >= 0 && h == nil; i-- {
+		h, _ = mods[i].(*reverseproxy.Handler)
+	}
+	switch {
+	case h != nil && h.DynamicUpstreamsRaw != nil:
+		if len(p.opts.Weights) > 0 {
+			return errors.New("weights: positional weights need static upstreams; with dynamic upstreams give `weight <address> <n>`")
+		}
+	case h != nil && len(h.Upstreams) > 0:
+		dials := make([]string, len(h.Upstreams))
+		for i, u := range h.Upstreams {
+			dials[i] = u.Dial
+		}
+		if err := p.opts.checkStatic(dials); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		e := p.entryFor(dials)
+		p.mu.Unlock()
+		return e.err
+	}
+	// Options alone: build once over the named addresses (plus one primary
+	// if they are all backups) to let core check the strategy options.
+	dials := p.opts.addresses()
+	if len(dials) == 0 || allBackups(p.opts) {
+		dials = append(dials, "lbpack.invalid:1")
+	}
+	o := *p.opts
+	o.Weights = nil // their count is checked against the real pool at Select time
+	backends, err := o.backends(dials)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg
+	cfg.Backends = backends
+	_, err = core.New(cfg)
+	return err
+}
+
+func allBackups(o *Options) bool {
+	for _, u := range o.Upstreams {
+		if !u.Backup {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanup runs from the module's Cleanup.
+func (p *policy) cleanup() error {
+	unregister(p)
+	return nil
+}
+
+// pick is the shared Select: it returns the chosen upstream, or nil (Caddy
+// answers 503 or retries) when none is available or the pool cannot be
+// balanced.
+func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
+	if len(pool) == 0 {
+		return nil
+	}
+	s := p.cur.Load()
+	if s == nil || !s.matches(pool) {
+		s = p.snapshotFor(pool)
+	}
+	e := s.entry
+	if e.err != nil {
+		return nil
+	}
+	if p.track {
+		p.endPrevious(r)
+	}
+	var key string
+	if p.key != nil {
+		key = p.key(r)
+	}
+	i, err := e.bal.PickFunc(key, s.avail)
+	if err != nil {
+		return nil
+	}
+	e.stats[i].picks.Add(1)
+	if p.track {
+		p.startAttempt(e, i, r)
+	}
+	return s.ups[i]
+}
+
+// snapshotFor builds (or finds) the snapshot for a pool that is not the
+// current one.
+func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.cur.Load(); s != nil && s.matches(pool) {
+		return s // another goroutine built it meanwhile
+	}
+	dials := make([]string, len(pool))
+	for i, u := range pool {
+		dials[i] = u.Dial
+	}
+	s := &snapshot{pool: pool, entry: p.entryFor(dials), pred: p.available}
+	s.avail = s.availableAt
+	if s.entry.err == nil {
+		s.ups = make([]*reverseproxy.Upstream, s.entry.bal.Len())
+		for _, u := range pool {
+			s.ups[s.entry.bal.Index(u.Dial)] = u
+		}
+	}
+	p.cur.Store(s)
+	return s
+}
+
+// entryFor returns the balancer for a set of dial addresses, building it
+// on first sight from the latest balancer so that per-address state carries
+// over. A set that cannot be balanced is remembered with its error, which is
+// logged once. p.mu must be held.
+func (p *policy) entryFor(dials []string) *poolEntry {
+	sorted := append([]string(nil), dials...)
+	sort.Strings(sorted)
+	key := strings.Join(sorted, "\n")
+	if e, ok := p.sets[key]; ok {
+		return e
+	}
+	e := &poolEntry{}
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			e.err = fmt.Errorf("upstream %q is listed twice; give it a weight instead", sorted[i])
+		}
+	}
+	var backends []core.Backend
+	if e.err == nil {
+		backends, e.err = p.opts.backends(dials)
+	}
+	if e.err == nil {
+		if p.base != nil {
+			e.bal, e.err = p.base.Update(backends)
+		} else {
+			cfg := p.cfg
+			cfg.Backends = backends
+			e.bal, e.err = core.New(cfg)
+		}
+	}
+	if e.err != nil {
+		p.logger.Error("cannot balance this upstream pool; requests get 503",
+			zap.String("policy", p.id), zap.Strings("upstreams", dials), zap.Error(e.err))
+	} else {
+		p.base = e.bal
+		e.stats = make([]*upstreamStats, len(backends))
+		for i, b := range backends {
+			st := p.stats[b.Address]
+			if st == nil {
+				st = new(upstreamStats)
+				p.stats[b.Address] = st
+			}
+			e.stats[i] = st
+		}
+		p.logger.Debug("balancer built", zap.String("policy", p.id), zap.Strings("upstreams", dials))
+	}
+	if len(p.sets) >= maxPoolSets {
+		for k := range p.sets {
+			delete(p.sets, k) // any one: flapping sets rebuild cheaply
+			break
+		}
+	}
+	p.sets[key] = e
+	return e
+}
+
+// current returns the balancer and upstreams of the latest snapshot, for
+// the admin endpoint; bal is nil before the first request with a usable pool.
+func (p *policy) current() (*core.Balancer, []*reverseproxy.Upstream, []*upstreamStats) {
+	s := p.cur.Load()
+	if s == nil || s.entry.err != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.base == nil {
+			return nil, nil, nil
+		}
+		// Provisioned with static upstreams but not used yet.
+		for _, e := range p.sets {
+			if e.bal == p.base {
+				return e.bal, nil, e.stats
+			}
+		}
+		return nil, nil, nil
+	}
+	return s.entry.bal, s.ups, s.entry.stats
+}

@@ -1,0 +1,89 @@
+package caddyplugin
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+func init() {
+	caddy.RegisterModule(new(SmoothWRR))
+}
+
+// SmoothWRR is nginx's smooth weighted round robin: over weights 5, 3, 2 it
+// sends a b c a a b a c b a, spreading each upstream's share evenly instead
+// of in bursts. With static upstreams and unchanged health a pick is O(1).
+//
+// Caddyfile:
+//
+//	lb_policy smooth_wrr [<weight>...] {
+//		weight     <address> <weight>
+//		backup     <address>...
+//		down       <address>...
+//		slow_start <address> <duration>
+//		stagger
+//	}
+type SmoothWRR struct {
+	Options
+
+	// Stagger starts the schedule at a random point of its period, so that
+	// many proxies with the same configuration do not send in step.
+	Stagger bool `json:"stagger,omitempty"`
+
+	p policy
+}
+
+// CaddyModule returns the Caddy module information.
+func (*SmoothWRR) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.reverse_proxy.selection_policies.smooth_wrr",
+		New: func() caddy.Module { return new(SmoothWRR) },
+	}
+}
+
+// Provision checks the options against the reverse proxy's upstreams and
+// prepares the balancer.
+func (m *SmoothWRR) Provision(ctx caddy.Context) error {
+	return m.p.setup(ctx, "smooth_wrr", &m.Options, core.Config{Strategy: core.SmoothWRR, Stagger: m.Stagger})
+}
+
+// Validate checks the options.
+func (m *SmoothWRR) Validate() error { return m.Options.validate() }
+
+// Cleanup unregisters the policy from the admin endpoint and the metrics.
+func (m *SmoothWRR) Cleanup() error { return m.p.cleanup() }
+
+// Select returns the next upstream of the schedule that Caddy considers
+// available, or nil when there is none.
+func (m *SmoothWRR) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
+	return m.p.pick(pool, r)
+}
+
+// UnmarshalCaddyfile sets up the policy from Caddyfile tokens.
+func (m *SmoothWRR) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return m.Options.unmarshal(d, staggerOption(&m.Stagger))
+}
+
+// staggerOption parses the `stagger` flag of the round robin policies.
+func staggerOption(stagger *bool) optionParser {
+	return func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name != "stagger" {
+			return false, nil
+		}
+		*stagger = true
+		return true, noMoreArgs(d, name)
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*SmoothWRR)(nil)
+	_ caddy.Validator       = (*SmoothWRR)(nil)
+	_ caddy.CleanerUpper    = (*SmoothWRR)(nil)
+	_ reverseproxy.Selector = (*SmoothWRR)(nil)
+	_ caddyfile.Unmarshaler = (*SmoothWRR)(nil)
+)

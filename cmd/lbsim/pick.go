@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+// runPick prints the backends a fresh balancer picks: N picks, or one per key
+// read from stdin for the hash strategies.
+func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("pick", "--strategy NAME --backends HOST:PORT=W[,...] [--down HOST:PORT[,...]] [--hash-mode MODE] [-n N]", stderr)
+	c.register(fs, true, 10)
+	c.registerOptions(fs)
+	if err := parseFlags(&c, fs, args); err != nil {
+		return err
+	}
+	if err := required("strategy", c.strategy); err != nil {
+		return err
+	}
+	entries, addrs, err := addresses(c.backends)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.config(c.strategy, entries, addrs)
+	if err != nil {
+		return err
+	}
+	cfg.Rand = c.rand(false)
+	b, err := newBalancer(cfg)
+	if err != nil {
+		return err
+	}
+
+	out := bufio.NewWriter(stdout)
+	if !keyed(c.strategy) {
+		for range c.n {
+			if err := pickOne(b, "", out); err != nil {
+				out.Flush()
+				return err
+			}
+		}
+		return out.Flush()
+	}
+	keys := newLineReader(stdin)
+	for {
+		// Answer what has been asked before waiting for more input, so that
+		// a script may talk to lbsim one key at a time.
+		if !keys.buffered() {
+			if err := out.Flush(); err != nil {
+				return err
+			}
+		}
+		key, err := keys.next()
+		if err == io.EOF {
+			return out.Flush()
+		}
+		if err != nil {
+			out.Flush()
+			return fmt.Errorf("reading keys: %v", err)
+		}
+		if err := pickOne(b, key, out); err != nil {
+			out.Flush()
+			return err
+		}
+	}
+}
+
+// pickOne picks once for key and prints the chosen address.
+func pickOne(b *core.Balancer, key string, out *bufio.Writer) error {
+	i, err := b.Pick(key)
+	if err != nil {
+		return err
+	}
+	out.WriteString(b.Backend(i).Address)
+	return out.WriteByte('\n')
+}

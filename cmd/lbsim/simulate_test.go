@@ -1,0 +1,172 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fiveBackends = "127.0.0.1:8081,127.0.0.1:8082,127.0.0.1:8083,127.0.0.1:8084,127.0.0.1:8085"
+
+// Round robin over five backends with fixed latencies, one of them 10x
+// slower: each gets exactly a fifth of 1000 requests, so 800 answers take
+// 10ms and 200 take 100ms: p50 10ms, p90 (the 900th) 100ms, mean 28ms.
+func TestSimulateRoundRobin(t *testing.T) {
+	code, stdout, stderr := lbsim(t, "", "simulate", "--strategy", "round_robin", "--backends", fiveBackends,
+		"--latency", "10ms,127.0.0.1:8085=100ms", "-n", "1000")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	head, body, _ := strings.Cut(stdout, "\n")
+	if want := "round_robin: 1000 requests, 10 concurrent clients, seed 1, "; !strings.HasPrefix(head, want) {
+		t.Errorf("first line %q, want prefix %q", head, want)
+	}
+	want := `p50   10ms
+p90   100ms
+p99   100ms
+mean  28ms
+max   100ms
+backend         weight  latency  requests  share
+127.0.0.1:8081  1       10ms     200       20.00%
+127.0.0.1:8082  1       10ms     200       20.00%
+127.0.0.1:8083  1       10ms     200       20.00%
+127.0.0.1:8084  1       10ms     200       20.00%
+127.0.0.1:8085  1       100ms    200       20.00%
+`
+	if body != want {
+		t.Errorf("got\n%s\nwant\n%s", body, want)
+	}
+}
+
+// simFigure runs simulate and returns one latency figure and the printed
+// share of one backend.
+func simFigure(t *testing.T, figure, backend string, args ...string) (time.Duration, string) {
+	t.Helper()
+	code, stdout, stderr := lbsim(t, "", append([]string{"simulate"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	var d time.Duration
+	share := ""
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == figure {
+			var err error
+			if d, err = time.ParseDuration(f[1]); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+		}
+		if len(f) == 5 && f[0] == backend {
+			share = f[4]
+		}
+	}
+	if d == 0 || share == "" {
+		t.Fatalf("no %s or no share of %s in\n%s", figure, backend, stdout)
+	}
+	return d, share
+}
+
+// The issue's target, end to end on a fixed seed: one of five backends 10x
+// slower; fair's p99 is at most half of round robin's and no more than
+// least_conn's, and the slow backend still gets at least 1% of requests.
+func TestSimulateSlowBackend(t *testing.T) {
+	args := func(strategy string) []string {
+		return []string{"--strategy", strategy, "--backends", fiveBackends,
+			"--latency", "exp:10ms,127.0.0.1:8085=exp:100ms", "-n", "20000", "--seed", "1"}
+	}
+	rr, _ := simFigure(t, "p99", "127.0.0.1:8085", args("round_robin")...)
+	lc, _ := simFigure(t, "p99", "127.0.0.1:8085", args("least_conn")...)
+	fair, share := simFigure(t, "p99", "127.0.0.1:8085", args("fair")...)
+	t.Logf("p99: round_robin %v, least_conn %v, fair %v; fair's share of the slow backend %s", rr, lc, fair, share)
+	if fair > rr/2 {
+		t.Errorf("fair p99 %v > half of round robin's %v", fair, rr)
+	}
+	if fair > lc {
+		t.Errorf("fair p99 %v > least_conn's %v", fair, lc)
+	}
+	if p, err := strconv.ParseFloat(strings.TrimSuffix(share, "%"), 64); err != nil || p < 1 {
+		t.Errorf("slow backend's share %s, want at least 1%%", share)
+	}
+}
+
+// One seed, one result; another seed, other samples.
+func TestSimulateSeed(t *testing.T) {
+	args := func(seed string) []string {
+		return []string{"simulate", "--strategy", "least_conn", "--backends", fiveBackends,
+			"--latency", "exp:10ms", "-n", "2000", "--seed", seed}
+	}
+	_, a, _ := lbsim(t, "", args("3")...)
+	_, b, _ := lbsim(t, "", args("3")...)
+	_, c, _ := lbsim(t, "", args("4")...)
+	if a != b {
+		t.Errorf("seed 3 twice:\n%s\n%s", a, b)
+	}
+	if a == c {
+		t.Errorf("seeds 3 and 4 gave the same run:\n%s", a)
+	}
+}
+
+// Open loop, keys from a file (one key: one backend), and a backend down.
+func TestSimulateOptions(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("/only/key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := lbsim(t, "", "simulate", "--strategy", "url_hash", "--hash-mode", "maglev",
+		"--backends", "127.0.0.1:8081,127.0.0.1:8082", "--latency", "5ms", "--keys", file, "--rate", "100", "-n", "300")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "100 requests/s arriving at random") {
+		t.Errorf("no open-loop settings in\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "300       100.00%") || !strings.Contains(stdout, "0         0.00%") {
+		t.Errorf("one key should send every request to one backend:\n%s", stdout)
+	}
+
+	code, stdout, stderr = lbsim(t, "", "simulate", "--strategy", "smooth_wrr", "--backends", "127.0.0.1:8081=3,127.0.0.1:8082",
+		"--down", "127.0.0.1:8081", "--latency", "uniform:1ms-3ms", "-n", "100")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "127.0.0.1:8081  3       uniform:1ms-3ms (down)  0         0.00%") {
+		t.Errorf("down backend got requests:\n%s", stdout)
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	base := []string{"simulate", "--strategy", "round_robin", "--backends", "127.0.0.1:8081,127.0.0.1:8082"}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing latency", nil, []string{"--latency is required"}},
+		{"unknown backend", []string{"--latency", "10ms,127.0.0.1:9999=5ms"}, []string{"--latency", `"127.0.0.1:9999" is not in --backends`}},
+		{"bad distribution", []string{"--latency", "127.0.0.1:8081=gauss:5ms,10ms"}, []string{"--latency", `"gauss"`}},
+		{"bad duration", []string{"--latency", "10 parsecs"}, []string{"--latency", `"10 parsecs"`}},
+		{"backend without latency", []string{"--latency", "127.0.0.1:8081=5ms"}, []string{"--latency", `no distribution for "127.0.0.1:8082"`}},
+		{"two defaults", []string{"--latency", "5ms,exp:5ms"}, []string{"--latency", "two distributions"}},
+		{"latency twice", []string{"--latency", "127.0.0.1:8081=5ms,127.0.0.1:8081=6ms,1ms"}, []string{"--latency", `"127.0.0.1:8081" appears twice`}},
+		{"concurrency 0", []string{"--latency", "5ms", "--concurrency", "0"}, []string{"--concurrency 0"}},
+		{"rate and concurrency", []string{"--latency", "5ms", "--concurrency", "3", "--rate", "10"}, []string{"--rate 10 and --concurrency 3"}},
+		{"negative rate", []string{"--latency", "5ms", "--rate", "-1"}, []string{"--rate -1"}},
+		{"non-numeric seed", []string{"--latency", "5ms", "--seed", "x"}, []string{`"x"`, "-seed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := lbsim(t, "", append(append([]string{}, base...), tt.args...)...)
+			if code != 2 || stdout != "" {
+				t.Errorf("exit status %d, stdout %q; want 2 and nothing", code, stdout)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not contain %q", stderr, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package core
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewRejects(t *testing.T) {
+	ok := func() []Backend { return testBackends([]int{1, 2}, nil) }
+	with := func(f func(bs []Backend)) []Backend {
+		bs := ok()
+		f(bs)
+		return bs
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // the error must contain this: field and value
+	}{
+		{"weight 0", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].Weight = 0 })}, `backends[1].weight 0:`},
+		{"weight -1", Config{Strategy: RoundRobin, Backends: with(func(bs []Backend) { bs[0].Weight = -1 })}, `backends[0].weight -1:`},
+		{"weight above MaxWeight", Config{Strategy: GCDWRR, Backends: with(func(bs []Backend) { bs[1].Weight = MaxWeight + 1 })}, `backends[1].weight 1000001:`},
+		{"unknown strategy", Config{Strategy: "weighted_round_robin", Backends: ok()}, `strategy "weighted_round_robin": unknown`},
+		{"empty strategy", Config{Backends: ok()}, `strategy "": unknown`},
+		{"empty list", Config{Strategy: SmoothWRR}, `backends: empty list`},
+		{"duplicate", Config{Strategy: Random, Backends: with(func(bs []Backend) { bs[1].Address = bs[0].Address })}, `backends[1].address "10.0.0.0:80": duplicate of backends[0]`},
+		{"no port", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].Address = "10.0.0.9" })}, `backends[1].address "10.0.0.9":`},
+		{"empty host", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].Address = ":80" })}, `backends[1].address ":80": empty host`},
+		{"port 0", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Address = "a:0" })}, `backends[0].address "a:0": invalid port "0"`},
+		{"port 65536", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Address = "a:65536" })}, `backends[0].address "a:65536": invalid port`},
+		{"port name", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Address = "a:http" })}, `backends[0].address "a:http": invalid port`},
+		{"space in host", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Address = "a b:80" })}, `backends[0].address "a b:80": invalid host`},
+		{"bare IPv6", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Address = "::1:80" })}, `backends[0].address "::1:80":`},
+		{"max_conns", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].MaxConns = -2 })}, `backends[1].max_conns -2:`},
+		{"max_fails", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].MaxFails = -1 })}, `backends[1].max_fails -1:`},
+		{"fail_timeout", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[1].FailTimeout = -time.Second })}, `backends[1].fail_timeout -1s:`},
+		{"slow_start", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].SlowStart = -time.Second })}, `backends[0].slow_start -1s:`},
+		{"backup with ip_hash", Config{Strategy: IPHash, Backends: with(func(bs []Backend) { bs[1].Backup = true })}, `backends[1].backup: strategy "ip_hash"`},
+		{"backup with url_hash", Config{Strategy: URLHash, Backends: with(func(bs []Backend) { bs[1].Backup = true })}, `backends[1].backup: strategy "url_hash"`},
+		{"only backups", Config{Strategy: SmoothWRR, Backends: with(func(bs []Backend) { bs[0].Backup, bs[1].Backup = true, true })}, `every backend is a backup`},
+		{"hash_mode on smooth_wrr", Config{Strategy: SmoothWRR, Backends: ok(), HashMode: HashMaglev}, `hash_mode "maglev": only url_hash`},
+		{"load_factor on ketama", Config{Strategy: URLHash, Backends: ok(), LoadFactor: 1.5}, `load_factor 1.5:`},
+		{"stagger on round_robin", Config{Strategy: RoundRobin, Backends: ok(), Stagger: true}, `stagger: only smooth_wrr and gcd_wrr can stagger, not "round_robin"`},
+		{"two_choices on random", Config{Strategy: Random, Backends: ok(), TwoChoices: true}, `two_choices: only least_conn has it, not "random"`},
+		{"decay_time on gcd_wrr", Config{Strategy: GCDWRR, Backends: ok(), DecayTime: time.Second}, `decay_time 1s: only fair`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := New(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v, %v; want an error containing %q", b, err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "lbpack: ") {
+				t.Fatalf("error %q lacks the package prefix", err)
+			}
+			// Update validates backends the same way; a strategy and
+			// options are fixed at New, so those rows end here.
+			if _, known := strategies[tt.cfg.Strategy]; !known || tt.cfg.HashMode != "" || tt.cfg.LoadFactor != 0 || tt.cfg.Stagger || tt.cfg.TwoChoices || tt.cfg.DecayTime != 0 {
+				return
+			}
+			good := mustBalancer(t, Config{Strategy: tt.cfg.Strategy, Backends: ok()})
+			if _, err := good.Update(tt.cfg.Backends); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Update: %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewAccepts(t *testing.T) {
+	addrs := []string{"10.0.0.1:80", "example.com:8080", "[::1]:443", "[2001:db8::1]:65535", "localhost:1"}
+	for _, s := range []string{SmoothWRR, GCDWRR, RoundRobin, Random, WeightedRandom} {
+		var bs []Backend
+		for i, a := range addrs {
+			bs = append(bs, Backend{Address: a, Weight: i + 1, MaxConns: i, MaxFails: 1, SlowStart: time.Second})
+		}
+		bs[4].Backup = true
+		bs[3].Down = true
+		b := mustBalancer(t, Config{Strategy: s, Backends: bs})
+		if b.Len() != 5 || b.Strategy() != s || b.Index("[::1]:443") != 2 || b.Index("nope:1") != -1 {
+			t.Fatalf("%s: Len %d Strategy %q Index %d", s, b.Len(), b.Strategy(), b.Index("[::1]:443"))
+		}
+		if b.Backend(1) != bs[1] || b.Backend(-1) != (Backend{}) || b.Backend(5) != (Backend{}) {
+			t.Fatalf("%s: Backend(1) = %+v", s, b.Backend(1))
+		}
+		// The balancer keeps its own copy of the backends.
+		bs[1].Weight = 99
+		if b.Backend(1).Weight != 2 {
+			t.Fatalf("%s: the caller's slice changed the balancer", s)
+		}
+	}
+	names := strings.Join(Strategies(), " ")
+	for _, s := range []string{GCDWRR, Random, RoundRobin, SmoothWRR, WeightedRandom} {
+		if !strings.Contains(names, s) {
+			t.Fatalf("Strategies() = %s, lacks %s", names, s)
+		}
+	}
+}
+
+func TestUpdateKeepsStateAndOptions(t *testing.T) {
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil), Stagger: true, Rand: seededRandFunc(7)})
+	b.Start(1)
+	b.Start(1)
+	nb, err := b.Update(testBackends([]int{1, 1, 1, 1}, nil)[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10.0.0.1:80 was backend 1 and is now backend 0: its two requests in
+	// flight came along; the others are new or fresh.
+	if nb.InFlight(0) != 2 || nb.InFlight(1) != 0 || nb.Strategy() != SmoothWRR || !nb.cfg.Stagger {
+		t.Fatalf("after Update: in flight %d %d, strategy %q", nb.InFlight(0), nb.InFlight(1), nb.Strategy())
+	}
+	nb.Done(0, time.Millisecond, false)
+	if b.InFlight(1) != 1 {
+		t.Fatalf("the old balancer does not share the address's state: %d", b.InFlight(1))
+	}
+	// Out-of-range indexes are ignored, not a panic.
+	nb.Start(-1)
+	nb.Done(99, 0, true)
+	if nb.InFlight(99) != 0 {
+		t.Fatal("InFlight out of range")
+	}
+}

@@ -1,0 +1,116 @@
+package core_test
+
+import (
+	"fmt"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+// Weights 5, 3 and 2 give nginx's smooth sequence, which never sends two
+// requests in a row to a backend that holds half the weight or less.
+func ExampleNew() {
+	b, err := core.New(core.Config{
+		Strategy: core.SmoothWRR,
+		Backends: []core.Backend{
+			{Address: "10.0.0.1:80", Weight: 5},
+			{Address: "10.0.0.2:80", Weight: 3},
+			{Address: "10.0.0.3:80", Weight: 2},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := 0; i < 10; i++ {
+		p, _ := b.Pick("")
+		fmt.Print(string(rune('a'+p)), " ")
+	}
+	fmt.Println()
+	// Output: a b c a a b a c b a
+}
+
+// Bad input is reported at construction, naming the field and the value.
+func ExampleNew_error() {
+	_, err := core.New(core.Config{
+		Strategy: core.SmoothWRR,
+		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 0}},
+	})
+	fmt.Println(err)
+	// Output: lbpack: backends[0].weight 0: must be from 1 to 1000000
+}
+
+func ExampleBalancer_Pick() {
+	b, _ := core.New(core.Config{
+		Strategy: core.GCDWRR,
+		Backends: []core.Backend{
+			{Address: "10.0.0.1:80", Weight: 6},
+			{Address: "10.0.0.2:80", Weight: 3},
+			{Address: "10.0.0.3:80", Weight: 1},
+		},
+	})
+	for i := 0; i < 10; i++ {
+		p, _ := b.Pick("")
+		fmt.Print(b.Backend(p).Address[7:8], " ")
+	}
+	fmt.Println()
+	// Output: 1 1 1 1 2 1 2 1 2 3
+}
+
+// The caller's view of availability: here backend b is refused (say, a failed
+// health check), and nginx's rule shares its turns out among a and c.
+func ExampleBalancer_PickFunc() {
+	b, _ := core.New(core.Config{
+		Strategy: core.SmoothWRR,
+		Backends: []core.Backend{
+			{Address: "10.0.0.1:80", Weight: 5},
+			{Address: "10.0.0.2:80", Weight: 3},
+			{Address: "10.0.0.3:80", Weight: 2},
+		},
+	})
+	notB := func(i int) bool { return i != 1 }
+	counts := make([]int, 3)
+	for i := 0; i < 70; i++ {
+		p, _ := b.PickFunc("", notB)
+		counts[p]++
+	}
+	fmt.Println(counts)
+	none := func(int) bool { return false }
+	_, err := b.PickFunc("", none)
+	fmt.Println(err)
+	// Output:
+	// [50 0 20]
+	// lbpack: no backend available
+}
+
+// A trace is the step table of nginx's algorithm: current weights before the
+// pick, the choice, current weights after it.
+func ExampleTrace() {
+	steps, _ := core.Trace(core.Config{
+		Strategy: core.SmoothWRR,
+		Backends: []core.Backend{
+			{Address: "a:80", Weight: 5},
+			{Address: "b:80", Weight: 3},
+			{Address: "c:80", Weight: 2},
+		},
+	}, 4)
+	for i, s := range steps {
+		fmt.Println(i+1, s.Before, string(rune('a'+s.Chosen)), s.After)
+	}
+	// Output:
+	// 1 [0 0 0] a [-5 3 2]
+	// 2 [-5 3 2] b [0 -4 4]
+	// 3 [0 -4 4] c [5 -1 -4]
+	// 4 [5 -1 -4] a [0 2 -2]
+}
+
+// Update keeps the strategy and options and the state of addresses that stay.
+func ExampleBalancer_Update() {
+	b, _ := core.New(core.Config{
+		Strategy: core.RoundRobin,
+		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
+	})
+	b.Start(1)
+	nb, _ := b.Update([]core.Backend{{Address: "10.0.0.2:80", Weight: 1}, {Address: "10.0.0.3:80", Weight: 1}})
+	fmt.Println(nb.Index("10.0.0.2:80"), nb.InFlight(0), nb.Strategy())
+	// Output: 0 1 round_robin
+}

@@ -1,0 +1,127 @@
+package core
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+func init() {
+	register(Fair, strategyInfo{build: buildFair})
+}
+
+// DefaultDecayTime is fair's default Config.DecayTime.
+const DefaultDecayTime = 10 * time.Second
+
+// fairExplore is how often fair hands a pick to the next backend in turn
+// instead of the better of two: every fairExplore-th pick. It bounds every
+// eligible backend's share below by 1/(fairExplore*n) of the picks, so that
+// a slow backend keeps being measured and is never starved (Traefik's
+// leasttime was seen to give a slow backend 0.3%).
+const fairExplore = 16
+
+// fair is latency-aware balancing. Each backend has a peak-EWMA estimate of
+// its latency (fed by Done: a sample above the estimate replaces it, one
+// below pulls it down with weight 1-exp(-elapsed/DecayTime)). A backend's
+// score is estimate * (in flight + 1) / weight; a pick draws two distinct
+// backends at random and takes the lower score. A backend not yet measured
+// scores 0 while it has nothing in flight (so it is tried at once) and
+// +Inf while its first requests are out (so a new backend is not flooded
+// before its first answer).
+//
+// No eligible backend is starved, by two rules, both O(1) through one atomic
+// pick counter k (in a group of n backends):
+//   - probe: pick k looks at backend k mod n; if that backend has not been
+//     picked for DecayTime/4 (2.5 s by default), it gets the pick. So every
+//     eligible backend gets a request at least every DecayTime/4 plus n picks,
+//     and its estimate never gets older than that.
+//   - explore: every 16th pick goes to backend (k/16) mod n if eligible, so each
+//     eligible backend receives at least 1/(16n) of the picks under any load.
+//
+// Picks take no lock; with an injected Config.Now and Config.Rand they are
+// deterministic.
+type fair struct {
+	probe int64 // ns
+	count atomic.Uint64
+}
+
+func buildFair(g *group, c *Config) (strategy, error) {
+	d := c.DecayTime
+	if d == 0 {
+		d = DefaultDecayTime
+	}
+	g.decay = int64(d)
+	return &fair{probe: int64(d) / 4}, nil
+}
+
+func (f *fair) pick(g *group, r request) int {
+	n := uint64(len(g.members))
+	now := r.now()
+	k := f.count.Add(1)
+	if n > 1 {
+		c := int(k % n)
+		if m := g.members[c]; r.ok(m) && now-m.state.lastPick.Load() >= f.probe {
+			return taken(m, c, now)
+		}
+		if k%fairExplore == 0 {
+			c = int((k / fairExplore) % n)
+			if m := g.members[c]; r.ok(m) {
+				return taken(m, c, now)
+			}
+		}
+		x := r.b.rand()
+		i := int((x & 0xffffffff) % n)
+		j := int((x >> 32) % (n - 1))
+		if j >= i {
+			j++
+		}
+		mi, mj := g.members[i], g.members[j]
+		oki, okj := r.ok(mi), r.ok(mj)
+		switch {
+		case oki && okj:
+			if fairScore(&r, mj) < fairScore(&r, mi) {
+				return taken(mj, j, now)
+			}
+			return taken(mi, i, now)
+		case oki:
+			return taken(mi, i, now)
+		case okj:
+			return taken(mj, j, now)
+		}
+	}
+	// Neither candidate is eligible (or n is 1): the lowest score among all.
+	best, bs := -1, 0.0
+	for i, m := range g.members {
+		if r.ok(m) {
+			if s := fairScore(&r, m); best < 0 || s < bs {
+				best, bs = i, s
+			}
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return taken(g.members[best], best, now)
+}
+
+// taken records that member m (at position pos) was picked at now.
+func taken(m *member, pos int, now int64) int {
+	if m.state.lastPick.Load() != now {
+		m.state.lastPick.Store(now)
+	}
+	return pos
+}
+
+// fairScore is m's expected cost: latency estimate times (in flight + 1),
+// divided by its (slow-start) weight.
+func fairScore(r *request, m *member) float64 {
+	e := math.Float64frombits(m.state.ewma.Load())
+	in := m.state.inflight.Load()
+	if e == 0 {
+		if in > 0 {
+			return math.Inf(1)
+		}
+		return 0
+	}
+	return e * float64(in+1) / float64(r.milliWeight(m))
+}

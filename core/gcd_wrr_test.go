@@ -1,0 +1,171 @@
+package core
+
+import (
+	"math/rand"
+	"sync"
+	"testing"
+)
+
+func TestGCDWRRWorkedExamples(t *testing.T) {
+	tests := []struct {
+		name    string
+		weights []int
+		down    []bool
+		want    string
+	}{
+		{"6,3,1", []int{6, 3, 1}, nil, "a a a a b a b a b c a a"},
+		{"gcd 2: 4,2", []int{4, 2}, nil, "a a b a a b"},
+		{"5,3,2", []int{5, 3, 2}, nil, "a a a b a b c a b c a a"},
+		{"6,3,1 with a down", []int{6, 3, 1}, []bool{true, false, false}, "b b b c b b b"},
+		{"equal", []int{3, 3}, nil, "a b a b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(tt.weights, tt.down)})
+			if got := letterSeq(pickN(t, b, (len(tt.want)+1)/2)); got != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGCDWRRMatchesLVS(t *testing.T) {
+	ws, downs := weightSets(11, 200, 12, 20)
+	for k := range ws {
+		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(ws[k], downs[k])})
+		ref := newLVSWRR(ws[k], downs[k])
+		counts := make([]int, len(ws[k]))
+		W := sumUp(ws[k], downs[k])
+		for i, got := range pickN(t, b, 3*W) {
+			if want := ref.pick(nil); got != want {
+				t.Fatalf("weights %v down %v: pick %d = %d, LVS %d", ws[k], downs[k], i, got, want)
+			}
+			counts[got]++
+		}
+		// Exact shares over whole periods (3*W picks hold 3*gcd periods).
+		for i, w := range ws[k] {
+			if downs[k][i] {
+				w = 0
+			}
+			if counts[i] != 3*w {
+				t.Fatalf("weights %v down %v: backend %d got %d", ws[k], downs[k], i, counts[i])
+			}
+		}
+	}
+}
+
+func sumUp(w []int, down []bool) int {
+	s := 0
+	for i, x := range w {
+		if !down[i] {
+			s += x
+		}
+	}
+	return s
+}
+
+// TestGCDWRRSkipsLikeLVS: with a backend unavailable, a single goroutine's
+// picks are exactly LVS's, which passes over the unavailable server and
+// continues after the one it chose.
+func TestGCDWRRSkipsLikeLVS(t *testing.T) {
+	ws, _ := weightSets(12, 100, 10, 10)
+	rng := rand.New(rand.NewSource(13))
+	for _, w := range ws {
+		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+		ref := newLVSWRR(w, nil)
+		// A refusal pattern that changes every pick: each backend is
+		// unavailable with probability 1/2, except one.
+		for i := 0; i < 2*sumInts(w); i++ {
+			mask, keep := rng.Int63(), rng.Intn(len(w))
+			ok := func(j int) bool { return j == keep || mask>>(uint(j)%60)&1 == 0 }
+			got, err := b.PickFunc("", ok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ref.pick(ok); got != want {
+				t.Fatalf("weights %v pick %d: %d, LVS %d", w, i, got, want)
+			}
+		}
+	}
+	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
+	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+		t.Fatalf("all refused: %d, %v", p, err)
+	}
+}
+
+func TestGCDWRRConcurrentExactCounts(t *testing.T) {
+	w := drawWeights(rand.New(rand.NewSource(14)), 50, 10)
+	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+	const goroutines, periods = 8, 40
+	counts := make([][]int, goroutines)
+	var wg sync.WaitGroup
+	for gr := 0; gr < goroutines; gr++ {
+		counts[gr] = make([]int, len(w))
+		wg.Add(1)
+		go countPicks(b, periods*sumInts(w)/goroutines, counts[gr], &wg)
+	}
+	wg.Wait()
+	for i := range w {
+		got := 0
+		for gr := range counts {
+			got += counts[gr][i]
+		}
+		if got != periods*w[i] {
+			t.Fatalf("backend %d: %d picks in %d periods, want %d", i, got, periods, periods*w[i])
+		}
+	}
+}
+
+func TestGCDWRRBeyondBound(t *testing.T) {
+	w := []int{MaxWeight, MaxWeight - 1, 2, 7}
+	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+	if b.primary.strategy.(*gcdWRR).table != nil {
+		t.Fatal("table built beyond the bound")
+	}
+	ref := newLVSWRR(w, nil)
+	for i, got := range pickN(t, b, 5000) {
+		if want := ref.pick(nil); got != want {
+			t.Fatalf("pick %d = %d, LVS %d", i, got, want)
+		}
+	}
+	notA := func(i int) bool { return i != 0 }
+	for i := 0; i < 100; i++ {
+		got, _ := b.PickFunc("", notA)
+		if want := ref.pick(notA); got != want {
+			t.Fatalf("refusing a, pick %d = %d, LVS %d", i, got, want)
+		}
+	}
+	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+		t.Fatalf("all refused: %d, %v", p, err)
+	}
+}
+
+func TestGCDWRRStagger(t *testing.T) {
+	w := []int{6, 3, 1}
+	plain := letterSeq(pickN(t, mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)}), 20))
+	starts := map[int]bool{}
+	for seed := int64(100); seed < 140; seed++ {
+		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
+		start := int(seededRandFunc(seed)() % 10)
+		starts[start] = true
+		if got, want := letterSeq(pickN(t, b, 10)), plain[2*start:2*start+19]; got != want {
+			t.Fatalf("seed %d start %d: %s, want %s", seed, start, got, want)
+		}
+	}
+	if len(starts) < 8 {
+		t.Fatalf("40 staggered balancers used only %d of 10 starting points", len(starts))
+	}
+}
+
+func TestGCDWRRAllocs(t *testing.T) {
+	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
+	notA := func(i int) bool { return i != 0 }
+	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
+		t.Fatalf("Pick allocates %v", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", notA) }); a != 0 {
+		t.Fatalf("PickFunc allocates %v", a)
+	}
+}
+
+func BenchmarkGCDWRR(b *testing.B) { benchStrategy(b, GCDWRR) }

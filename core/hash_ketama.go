@@ -1,0 +1,191 @@
+package core
+
+import "fmt"
+
+// url_hash's ketama mode is nginx's "hash $key consistent"
+// (ngx_http_upstream_init_chash and get_chash_peer), point for point.
+//
+// Each member gets 160 points per unit of weight on a ring of 32-bit values.
+// Its address is split as nginx splits the server string written in its
+// configuration: HOST is everything before the last ':' when only digits
+// follow it, PORT those digits (empty when there are none), and
+//
+//	base = crc32 register after HOST, "\x00", PORT
+//	point[j] = crc32 continued from base over point[j-1] (4 bytes, little
+//	           endian; 0 for the first point)
+//
+// The points of all members are sorted and duplicates dropped (the earlier
+// member keeps a shared value, as nginx's qsort on glibc, a stable merge
+// sort, leaves it). A key goes to the first point >= crc32(key), wrapping to
+// the first point; an unavailable member passes the key to the next point,
+// up to 20 times, then nginx's round robin takes over. An empty key goes to
+// round robin straight away. Down members keep their points, so marking one
+// down moves only its keys.
+//
+// Our addresses always carry a port; nginx hashes a server written without
+// one ("server example.com;") with an empty PORT, so to share nginx's
+// mapping, write the port in nginx's configuration too.
+
+// ketamaPoints is nginx's number of points per unit of weight.
+const ketamaPoints = 160
+
+// ketamaMaxWeight bounds the ring at about 10 million points (80 MiB).
+const ketamaMaxWeight = 1 << 16
+
+// ketamaIndexBits bounds the ring's lookup index at 2^16+1 entries (256 KiB).
+const ketamaIndexBits = 16
+
+// ketamaRing is nginx's consistent-hash ring, read-only once built.
+type ketamaRing struct {
+	points []uint32 // sorted ascending, distinct
+	owner  []int32  // owner[i] is the member position of points[i]
+	// index[b] is the first i with points[i]>>shift >= b, so that a lookup
+	// searches one small bucket of the ring: O(1) expected, O(log n) at worst.
+	index []int32
+	shift uint
+}
+
+func newKetamaRing(g *group) (*ketamaRing, error) {
+	total := 0
+	for _, m := range g.members {
+		total += m.weight
+		if total > ketamaMaxWeight {
+			return nil, fmt.Errorf("lbpack: backends[%d].weight %d: ketama gives each unit of weight %d points; the total weight may not exceed %d",
+				m.index, m.weight, ketamaPoints, ketamaMaxWeight)
+		}
+	}
+	// Each entry is point<<32 | member position; sorting by the point alone,
+	// stably, keeps configuration order among equal points.
+	keys := make([]uint64, 0, total*ketamaPoints)
+	for pos, m := range g.members {
+		host, port := ketamaSplit(m.addr)
+		base := crcUpdate(0xffffffff, host)
+		base = crcUpdate(base, "\x00")
+		base = crcUpdate(base, port)
+		prev := uint32(0)
+		for j := 0; j < ketamaPoints*m.weight; j++ {
+			p := ^crcUpdate32(base, prev)
+			keys = append(keys, uint64(p)<<32|uint64(pos))
+			prev = p
+		}
+	}
+	keys = radixSortHigh32(keys)
+	ring := &ketamaRing{
+		points: make([]uint32, 0, len(keys)),
+		owner:  make([]int32, 0, len(keys)),
+	}
+	for i, k := range keys {
+		if i > 0 && k>>32 == keys[i-1]>>32 {
+			continue
+		}
+		ring.points = append(ring.points, uint32(k>>32))
+		ring.owner = append(ring.owner, int32(uint32(k)))
+	}
+	ring.buildIndex()
+	return ring, nil
+}
+
+// ketamaSplit splits a server string into HOST and PORT as nginx's chash
+// does: PORT is the run of digits after the last ':', if the string ends in
+// one; otherwise the whole string is HOST and PORT is empty.
+func ketamaSplit(addr string) (host, port string) {
+	for j := len(addr) - 1; j >= 0; j-- {
+		c := addr[j]
+		if c == ':' {
+			return addr[:j], addr[j+1:]
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+	}
+	return addr, ""
+}
+
+// radixSortHigh32 sorts keys by their upper 32 bits, stably (LSD radix sort,
+// four byte-wide passes): O(n), no comparison callbacks, which matters when
+// yaegi interprets it.
+func radixSortHigh32(keys []uint64) []uint64 {
+	tmp := make([]uint64, len(keys))
+	for shift := uint(32); shift < 64; shift += 8 {
+		var count [257]int
+		for _, k := range keys {
+			count[(k>>shift)&0xff+1]++
+		}
+		for i := 1; i < 257; i++ {
+			count[i] += count[i-1]
+		}
+		for _, k := range keys {
+			d := (k >> shift) & 0xff
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
+}
+
+func (k *ketamaRing) buildIndex() {
+	bits := uint(1)
+	for (1<<bits) < len(k.points) && bits < ketamaIndexBits {
+		bits++
+	}
+	k.shift = 32 - bits
+	k.index = make([]int32, (1<<bits)+1)
+	i := 0
+	for b := 0; b <= 1<<bits; b++ {
+		for i < len(k.points) && uint64(k.points[i])>>k.shift < uint64(b) {
+			i++
+		}
+		k.index[b] = int32(i)
+	}
+}
+
+// find returns the position on the ring of the first point >= h, or 0 when
+// h is above every point (the ring wraps).
+func (k *ketamaRing) find(h uint32) int {
+	b := h >> k.shift
+	lo, hi := int(k.index[b]), int(k.index[b+1])
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if k.points[mid] < h {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(k.points) {
+		return 0
+	}
+	return lo
+}
+
+type ketama struct {
+	ring *ketamaRing
+}
+
+func newKetama(g *group) (*ketama, error) {
+	ring, err := newKetamaRing(g)
+	if err != nil {
+		return nil, err
+	}
+	return &ketama{ring: ring}, nil
+}
+
+func (s *ketama) pick(g *group, r request) int {
+	if len(g.members) < 2 || r.key == "" {
+		return fallback(g, &r)
+	}
+	ring := s.ring
+	n := len(ring.points)
+	i := ring.find(crcString(r.key))
+	for try := 0; try <= hashTries; try++ {
+		pos := int(ring.owner[i])
+		if r.ok(g.members[pos]) {
+			return pos
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return fallback(g, &r)
+}

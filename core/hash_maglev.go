@@ -1,0 +1,123 @@
+package core
+
+// url_hash's maglev mode is a weighted Maglev lookup table (Eisenbud et al.,
+// "Maglev: A Fast and Reliable Software Network Load Balancer", NSDI 2016):
+// a key costs one hash and one table read, whatever the number of backends.
+//
+// Table size: the smallest prime of maglevSizes that is at least 100 times
+// the number of members (65537 up to 655 members, 131071 up to 1310, and so
+// on), so each member owns about 100 entries or more and the shares are
+// within about 1% of the weights.
+//
+// Each member walks its own permutation of the table (offset and skip from
+// two fixed-seed hashes of its address) and claims the next free entry when
+// its turn comes. Turns are weighted: in every round each member earns its
+// weight in credit and claims one entry per max-weight of credit, so shares
+// follow the weights (Envoy's weighted Maglev does the same). A member that
+// leaves frees only its own entries plus a few that the permutations shift:
+// about 1/n of the keys move.
+//
+// Down members keep their entries, so marking one down moves only its keys.
+// A key whose entry is unavailable is rehashed with the next fixed seed, up
+// to 20 times (nginx's bound for its hash methods), then nginx's round robin
+// takes over. All seeds are constants: every process maps every key alike.
+// An empty key goes to round robin, as in nginx's hash methods.
+
+// maglevSizes are the table sizes, primes, each about twice the previous one.
+var maglevSizes = []int{65537, 131071, 262147, 524309, 1048583, 2097169, 4194319, 8388617, 16777259}
+
+// maglevEntriesPerMember is the number of table entries an average member
+// gets at least.
+const maglevEntriesPerMember = 100
+
+// Fixed seeds of the member permutations and of the key hash.
+const (
+	maglevSeedOffset = 0x6c627061636b3031 // "lbpack01"
+	maglevSeedSkip   = 0x6c627061636b3032 // "lbpack02"
+	maglevSeedKey    = 0x6c627061636b3033 // "lbpack03"
+)
+
+type maglev struct {
+	table []int32 // entry -> member position
+	size  uint64
+}
+
+// maglevSize returns the table size for n members.
+func maglevSize(n int) int {
+	for _, m := range maglevSizes {
+		if m >= maglevEntriesPerMember*n {
+			return m
+		}
+	}
+	return maglevSizes[len(maglevSizes)-1]
+}
+
+func newMaglev(g *group) *maglev {
+	size := maglevSize(len(g.members))
+	n := len(g.members)
+	offset := make([]uint64, n)
+	skip := make([]uint64, n)
+	next := make([]uint64, n) // how far each member has walked its permutation
+	credit := make([]int, n)
+	maxWeight := 0
+	for i, m := range g.members {
+		offset[i] = hashString(m.addr, maglevSeedOffset) % uint64(size)
+		skip[i] = hashString(m.addr, maglevSeedSkip)%uint64(size-1) + 1
+		if m.weight > maxWeight {
+			maxWeight = m.weight
+		}
+	}
+	table := make([]int32, size)
+	for i := range table {
+		table[i] = -1
+	}
+	filled := 0
+	for filled < size {
+		for i, m := range g.members {
+			credit[i] += m.weight
+			if credit[i] < maxWeight {
+				continue
+			}
+			credit[i] -= maxWeight
+			// Claim the member's next free entry: entry j of its
+			// permutation is (offset + j*skip) mod size.
+			c := (offset[i] + next[i]*skip[i]) % uint64(size)
+			for table[c] >= 0 {
+				next[i]++
+				c += skip[i]
+				if c >= uint64(size) {
+					c -= uint64(size)
+				}
+			}
+			table[c] = int32(i)
+			next[i]++
+			filled++
+			if filled == size {
+				break
+			}
+		}
+	}
+	return &maglev{table: table, size: uint64(size)}
+}
+
+func (s *maglev) pick(g *group, r request) int {
+	if r.key == "" {
+		return fallback(g, &r)
+	}
+	h := hashString(r.key, maglevSeedKey)
+	for try := 0; try <= hashTries; try++ {
+		pos := int(s.table[s.slot(h)])
+		if r.ok(g.members[pos]) {
+			return pos
+		}
+		// The next seed: a fixed step through the 64-bit space, mixed again.
+		h = avalanche(h + hashP1)
+	}
+	return fallback(g, &r)
+}
+
+// slot maps a 64-bit hash to a table entry by multiply-shift (Lemire's fast
+// range reduction), which is uniform and cheaper than a modulo.
+func (s *maglev) slot(h uint64) uint64 {
+	return (h >> 32) * s.size >> 32
+}

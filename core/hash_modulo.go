@@ -1,0 +1,37 @@
+package core
+
+// url_hash's modulo mode is nginx's plain "hash $key"
+// (ngx_http_upstream_get_hash_peer), choice for choice:
+//
+//	try t = 0, 1, ...: crc = crc32(t == 0 ? key : decimal(t) + key)
+//	hash += (crc >> 16) & 0x7fff          (hash starts at 0 and accumulates)
+//	w = hash % total weight, then nginx's weight walk over every member
+//
+// up to 20 retries, then round robin; an empty key goes to round robin
+// straight away. Adding or removing a backend remaps most keys; ketama or
+// maglev do not.
+
+type moduloHash struct {
+	walk weightWalk
+}
+
+func newModulo(g *group) *moduloHash {
+	return &moduloHash{walk: newWeightWalk(g)}
+}
+
+func (s *moduloHash) pick(g *group, r request) int {
+	if len(g.members) < 2 || r.key == "" {
+		return fallback(g, &r)
+	}
+	total := uint64(g.totalWeight)
+	var hash uint32 // nginx's uint32_t: it accumulates and may wrap
+	for try := 0; try <= hashTries; try++ {
+		crc := ^crcUpdate(rehashCRC[try], r.key)
+		hash += crc >> 16 & 0x7fff
+		pos := s.walk.find(int(uint64(hash) % total))
+		if r.ok(g.members[pos]) {
+			return pos
+		}
+	}
+	return fallback(g, &r)
+}

@@ -1,0 +1,73 @@
+package core
+
+func init() {
+	register(Random, strategyInfo{build: buildRandom})
+}
+
+// randomTries is how many random draws a pick makes before it falls back to a
+// scan: with half the members ineligible, 8 draws all miss once in 256 picks.
+const randomTries = 8
+
+// random picks uniformly among the members that are not down.
+type random struct {
+	up []int32 // positions of the members that are not down
+}
+
+func buildRandom(g *group, c *Config) (strategy, error) {
+	return &random{up: upPositions(g)}, nil
+}
+
+func (s *random) pick(g *group, r request) int {
+	if len(s.up) == 0 {
+		return -1
+	}
+	n := uint64(len(s.up))
+	for t := 0; t < randomTries; t++ {
+		i, _ := fastrange(r.b.rand(), n)
+		pos := int(s.up[i])
+		if r.ok(g.members[pos]) {
+			return pos
+		}
+	}
+	return sampleEligible(g, &r, s.up, false)
+}
+
+// sampleEligible makes one pass over the listed positions and returns an
+// eligible one chosen at random, in proportion to its weight for this pick
+// (r.weight) when weighted and uniformly otherwise, or -1 when none is
+// eligible. It is the exact fallback behind the O(1) draws, for picks where
+// most members are ineligible: reservoir sampling needs one pass and no memory.
+func sampleEligible(g *group, r *request, up []int32, weighted bool) int {
+	best := -1
+	var total uint64
+	x := r.b.rand()
+	for _, p := range up {
+		m := g.members[p]
+		if !r.ok(m) {
+			continue
+		}
+		w := uint64(1)
+		if weighted {
+			w = uint64(r.weight(m))
+			if w == 0 {
+				continue
+			}
+		}
+		total += w
+		// Keep this member with probability w/total (splitmix64 supplies
+		// the draws: one b.rand call per pick, not one per member).
+		x += 0x9e3779b97f4a7c15
+		if d, _ := fastrange(mix64(x), total); d < w {
+			best = int(p)
+		}
+	}
+	return best
+}
+
+// mix64 is splitmix64's output function: a bijection that turns a counter
+// into well-mixed bits.
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,381 @@
+package core
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+)
+
+func TestSmoothWRRWorkedExamples(t *testing.T) {
+	tests := []struct {
+		name    string
+		weights []int
+		down    []bool
+		want    string
+	}{
+		{"5,3,2", []int{5, 3, 2}, nil, "a b c a a b a c b a a b c a a b a c b a"},
+		{"5,1,1", []int{5, 1, 1}, nil, "a a b a c a a a a b a c a a"},
+		{"7,5 (as real nginx 1.22 picks)", []int{7, 5}, nil, "a b a b a a b a b a b a a b"},
+		{"scaled 50,30,20", []int{50, 30, 20}, nil, "a b c a a b a c b a a b c a a b a c b a"},
+		{"5,3,2 with b down", []int{5, 3, 2}, []bool{false, true, false}, "a c a a a c a a c a a a c a"},
+		{"down first", []int{4, 1, 1}, []bool{true, false, false}, "b c b c"},
+		{"equal", []int{2, 2, 2}, nil, "a b c a b c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(tt.weights, tt.down)})
+			want := tt.want
+			got := letterSeq(pickN(t, b, (len(want)+1)/2))
+			if got != want {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// weightSets returns count weight sets of 2..maxN backends with weights
+// 1..maxW and about one in six backends down (never all of them).
+func weightSets(seed int64, count, maxN, maxW int) (ws [][]int, downs [][]bool) {
+	rng := rand.New(rand.NewSource(seed))
+	for i := 0; i < count; i++ {
+		n := 2 + rng.Intn(maxN-1)
+		w := drawWeights(rng, n, maxW)
+		d := make([]bool, n)
+		for k := range d {
+			d[k] = rng.Intn(6) == 0
+		}
+		d[rng.Intn(n)] = false
+		ws, downs = append(ws, w), append(downs, d)
+	}
+	return ws, downs
+}
+
+func TestSmoothWRRMatchesNginx(t *testing.T) {
+	ws, downs := weightSets(1, 200, 12, 20)
+	for k := range ws {
+		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(ws[k], downs[k])})
+		if b.primary.strategy.(*smoothWRR).table == nil {
+			t.Fatalf("set %d: no table", k)
+		}
+		ref := newNginxSmooth(ws[k], downs[k])
+		for i, got := range pickN(t, b, 3*sumInts(ws[k])+7) {
+			if want := ref.pick(nil); got != want {
+				t.Fatalf("weights %v down %v: pick %d = %d, nginx %d", ws[k], downs[k], i, got, want)
+			}
+		}
+	}
+}
+
+func sumInts(w []int) int {
+	s := 0
+	for _, x := range w {
+		s += x
+	}
+	return s
+}
+
+func TestSmoothGenScaledWeightsSameSequence(t *testing.T) {
+	ws, _ := weightSets(2, 100, 10, 12)
+	for _, w := range ws {
+		scaled := make([]int, len(w))
+		for i := range w {
+			scaled[i] = w[i] * 6
+		}
+		// The reference runs on the scaled weights, the table on the
+		// reduced ones: they must agree for two of nginx's periods.
+		ref := newNginxSmooth(scaled, nil)
+		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(scaled, nil)})
+		if got, want := len(b.primary.strategy.(*smoothWRR).table), sumInts(scaled)/6/gcdAll(w); got != want {
+			t.Fatalf("weights %v: table of %d entries, want %d", scaled, got, want)
+		}
+		for i, got := range pickN(t, b, 2*sumInts(scaled)) {
+			if want := ref.pick(nil); got != want {
+				t.Fatalf("weights %v: pick %d = %d, nginx %d", scaled, i, got, want)
+			}
+		}
+	}
+}
+
+func gcdAll(w []int) int {
+	g := 0
+	for _, x := range w {
+		g = gcd(g, x)
+	}
+	return g
+}
+
+// TestSmoothWRRSharesAndSmoothness checks exact shares over whole periods and
+// nginx's smoothness bound: in any window of k picks, backend i gets at most
+// ceil(w_i*k/W)+1 of them.
+func TestSmoothWRRSharesAndSmoothness(t *testing.T) {
+	ws, _ := weightSets(3, 60, 10, 10)
+	for _, w := range ws {
+		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		W := sumInts(w)
+		seq := pickN(t, b, 3*W)
+		counts := make([]int, len(w))
+		for _, p := range seq {
+			counts[p]++
+		}
+		for i := range w {
+			if counts[i] != 3*w[i] {
+				t.Fatalf("weights %v: backend %d got %d of 3 periods, want %d", w, i, counts[i], 3*w[i])
+			}
+		}
+		for k := 1; k <= W; k++ {
+			win := make([]int, len(w))
+			for j, p := range seq {
+				win[p]++
+				if j >= k {
+					win[seq[j-k]]--
+				}
+				if j < k-1 {
+					continue
+				}
+				for i := range w {
+					if bound := (w[i]*k+W-1)/W + 1; win[i] > bound {
+						t.Fatalf("weights %v: backend %d has %d picks in the window of %d ending at %d, bound %d", w, i, win[i], k, j, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSmoothWRRConcurrentExactCounts(t *testing.T) {
+	w := drawWeights(rand.New(rand.NewSource(4)), 50, 10)
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	const goroutines, periods = 8, 40
+	total := periods * sumInts(w)
+	counts := make([][]int, goroutines)
+	var wg sync.WaitGroup
+	for gr := 0; gr < goroutines; gr++ {
+		counts[gr] = make([]int, len(w))
+		wg.Add(1)
+		go countPicks(b, total/goroutines, counts[gr], &wg)
+	}
+	wg.Wait()
+	for i := range w {
+		got := 0
+		for gr := range counts {
+			got += counts[gr][i]
+		}
+		if got != periods*w[i] {
+			t.Fatalf("backend %d: %d picks in %d periods, want %d", i, got, periods, periods*w[i])
+		}
+	}
+}
+
+// countPicks makes n picks and counts them; errors count at index -1, which
+// panics the test goroutine, so there are none.
+func countPicks(b *Balancer, n int, counts []int, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for i := 0; i < n; i++ {
+		p, err := b.Pick("")
+		if err != nil {
+			p = -1
+		}
+		counts[p]++
+	}
+}
+
+// TestSmoothWRRRefusedSharesOut: when the caller refuses b, the picks the
+// table gives b go through nginx's exact pass over the others, which shares
+// them out as nginx does: a and c end up in exact 5:2 proportion.
+func TestSmoothWRRRefusedSharesOut(t *testing.T) {
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
+	notB := func(i int) bool { return i != 1 }
+	counts := make([]int, 3)
+	for i := 0; i < 70; i++ {
+		p, err := b.PickFunc("", notB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[p]++
+	}
+	// 7 periods: the table gives a 35 and c 14; b's 21 go 15:6 by nginx's
+	// rule over a and c (three whole periods of 5,2).
+	if counts[0] != 50 || counts[1] != 0 || counts[2] != 20 {
+		t.Fatalf("counts %v, want [50 0 20]", counts)
+	}
+	// Everything refused: no backend.
+	if p, err := b.PickFunc("", func(int) bool { return false }); err != ErrNoBackend || p != -1 {
+		t.Fatalf("all refused: %d, %v", p, err)
+	}
+}
+
+// TestSmoothWRRExactPathFollowsNginx: with every pick refusing a backend,
+// the picks made by the exact pass are nginx's sequence over the others.
+func TestSmoothWRRExactPathFollowsNginx(t *testing.T) {
+	ws, _ := weightSets(5, 40, 8, 9)
+	for _, w := range ws {
+		if len(w) < 3 {
+			continue
+		}
+		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		s := b.primary.strategy.(*smoothWRR)
+		ref := newNginxSmooth(w, nil)
+		refuse := func(i int) bool { return i != 0 }
+		for i := 0; i < 2*sumInts(w); i++ {
+			scheduled := int(s.table[(s.cur.start+i)%len(s.table)])
+			p, err := b.PickFunc("", refuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if scheduled != 0 {
+				if p != scheduled {
+					t.Fatalf("weights %v pick %d: %d, table says %d", w, i, p, scheduled)
+				}
+				continue
+			}
+			if want := ref.pick(refuse); p != want {
+				t.Fatalf("weights %v pick %d: exact pass chose %d, nginx %d", w, i, p, want)
+			}
+		}
+	}
+}
+
+// TestSmoothWRRUnsteadyIsExact: while a member is unsteady, every pick is
+// nginx's exact pass, which starts from nginx's initial state.
+func TestSmoothWRRUnsteadyIsExact(t *testing.T) {
+	w := []int{5, 3, 2}
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	pickN(t, b, 3) // the table's cursor moves on; the exact pass is untouched
+	b.primary.unsteady.Add(1)
+	if got := letterSeq(pickN(t, b, 10)); got != "a b c a a b a c b a" {
+		t.Fatalf("unsteady: %s", got)
+	}
+	b.primary.unsteady.Add(-1)
+	// Steady again: the table resumes where it was.
+	if got := letterSeq(pickN(t, b, 4)); got != "a a b a" {
+		t.Fatalf("steady again: %s", got)
+	}
+}
+
+func TestSmoothWRRBeyondBound(t *testing.T) {
+	// A period of 1,999,997 picks: beyond MaxScheduleEntries.
+	w := []int{MaxWeight, MaxWeight - 1, 2}
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	if b.primary.strategy.(*smoothWRR).table != nil {
+		t.Fatal("table built beyond the bound")
+	}
+	ref := newNginxSmooth(w, nil)
+	for i, got := range pickN(t, b, 5000) {
+		if want := ref.pick(nil); got != want {
+			t.Fatalf("pick %d = %d, nginx %d", i, got, want)
+		}
+	}
+}
+
+func TestSmoothWRRBackups(t *testing.T) {
+	bs := testBackends([]int{1, 1, 3, 1}, nil)
+	bs[2].Backup, bs[3].Backup = true, true
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: bs})
+	if got := letterSeq(pickN(t, b, 4)); got != "a b a b" {
+		t.Fatalf("primaries: %s", got)
+	}
+	primariesGone := func(i int) bool { return i >= 2 }
+	var seq []int
+	for i := 0; i < 8; i++ {
+		p, err := b.PickFunc("", primariesGone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = append(seq, p)
+	}
+	if got := letterSeq(seq); got != "c c d c c c d c" {
+		t.Fatalf("backups: %s", got)
+	}
+}
+
+func TestSmoothWRRStagger(t *testing.T) {
+	w := []int{5, 3, 2}
+	plain := letterSeq(pickN(t, mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)}), 20))
+	starts := map[int]bool{}
+	for seed := int64(0); seed < 40; seed++ {
+		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
+		start := b.primary.strategy.(*smoothWRR).cur.start
+		if want := int(seededRandFunc(seed)() % 10); start != want {
+			t.Fatalf("seed %d: start %d, want %d", seed, start, want)
+		}
+		starts[start] = true
+		got := letterSeq(pickN(t, b, 10))
+		if want := plain[2*start : 2*start+19]; got != want {
+			t.Fatalf("seed %d start %d: %s, want %s", seed, start, got, want)
+		}
+	}
+	if len(starts) < 8 {
+		t.Fatalf("40 staggered balancers used only %d of 10 starting points", len(starts))
+	}
+}
+
+func TestCursorWrapsExactly(t *testing.T) {
+	for _, size := range []int{1, 3, 10, 5500, 1 << 20} {
+		c := newCursor(size, uint64(size)-1)
+		// Move the counter close to the wrap and check every position
+		// across it.
+		c.n.Store(c.limit - 5)
+		want := int((c.limit - 5) % uint64(size))
+		for i := 0; i < 20; i++ {
+			if got := c.take(1); got != want {
+				t.Fatalf("size %d step %d: %d, want %d", size, i, got, want)
+			}
+			want = (want + 1) % size
+		}
+		if c.n.Load() >= c.limit {
+			t.Fatalf("size %d: counter %d not wrapped below %d", size, c.n.Load(), c.limit)
+		}
+		// Jumps across the limit wrap too.
+		c.n.Store(c.limit - 2)
+		want = int((c.limit - 2) % uint64(size))
+		if got := c.take(7); got != want {
+			t.Fatalf("size %d: jump from %d, want %d", size, got, want)
+		}
+		if got, want := c.take(1), (want+7)%size; got != want {
+			t.Fatalf("size %d: after jump %d, want %d", size, got, want)
+		}
+	}
+}
+
+func TestSmoothWRRAllocs(t *testing.T) {
+	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
+	refuse := func(i int) bool { return i != 1 }
+	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
+		t.Fatalf("Pick allocates %v", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", refuse) }); a != 0 {
+		t.Fatalf("PickFunc allocates %v", a)
+	}
+}
+
+// benchSizes and benchWeights give every benchmark the same backends:
+// weights 1..10 drawn with a fixed seed, a realistic period (about 5.5 n).
+var benchSizes = []int{10, 100, 1000}
+
+func benchWeights(n int) []int {
+	return drawWeights(rand.New(rand.NewSource(int64(n))), n, 10)
+}
+
+// benchStrategy measures Pick for one strategy, one goroutine and parallel.
+func benchStrategy(b *testing.B, strategy string) {
+	for _, n := range benchSizes {
+		bal := mustBalancer(b, Config{Strategy: strategy, Backends: testBackends(benchWeights(n), nil)})
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				bal.Pick("")
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/parallel", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					bal.Pick("")
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkSmoothWRR(b *testing.B) { benchStrategy(b, SmoothWRR) }

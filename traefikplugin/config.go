@@ -1,0 +1,383 @@
+package traefikplugin
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+// Config is the middleware's configuration, as Traefik decodes it from the
+// dynamic configuration: every scalar arrives as a string and is converted
+// weakly, so durations are strings parsed by New.
+type Config struct {
+	// Strategy is any lbpack strategy: smooth_wrr (the default, nginx's
+	// round robin), gcd_wrr, round_robin, random, weighted_random, ip_hash,
+	// url_hash, least_conn or fair.
+	Strategy string
+
+	// Servers are the backends, in order (nginx's tie-breaks and hash walks
+	// follow the order).
+	Servers []Server
+
+	// HashKey is what url_hash hashes: "uri" (the default: path and query as
+	// sent), "path", "clientip", "header:NAME", "cookie:NAME" or
+	// "query:NAME". ip_hash always hashes the client IP.
+	HashKey string
+
+	// HashMode is url_hash's mapping: ketama (default), modulo, maglev or
+	// bounded.
+	HashMode string
+
+	// LoadFactor is the bounded mode's c (default 1.25).
+	LoadFactor float64
+
+	// Stagger starts smooth_wrr or gcd_wrr at a random point of its period.
+	Stagger bool
+
+	// TwoChoices makes least_conn compare two random backends.
+	TwoChoices bool
+
+	// DecayTime is fair's latency decay time, as a duration ("10s").
+	DecayTime string
+
+	// MaxFails failed requests within FailTimeout take a backend out for
+	// FailTimeout, as nginx's max_fails (default 1; 0 disables).
+	MaxFails int
+
+	// FailTimeout is nginx's fail_timeout, as a duration (default "10s").
+	FailTimeout string
+
+	// SlowStart ramps a backend added to the balancer up over this duration.
+	SlowStart string
+
+	// Retries is how many other backends a failed request may move on to,
+	// with nginx's proxy_next_upstream rules (connection errors and
+	// timeouts; POST, PATCH and LOCK only when the request was not sent).
+	// -1, the default, tries each backend at most once, as nginx does; 0
+	// disables retries.
+	Retries int
+
+	// MaxRetryBody is the largest request body, in bytes, kept in memory so
+	// that the request can be retried (default 1 MiB). A request with a
+	// larger body goes to one backend only.
+	MaxRetryBody int
+
+	// ConnectTimeout bounds connecting to a backend (default "10s").
+	ConnectTimeout string
+
+	// ResponseTimeout bounds the wait for a backend's response headers
+	// (default "60s", as nginx's proxy_read_timeout).
+	ResponseTimeout string
+
+	// HealthCheck probes each backend actively when Path is set.
+	HealthCheck HealthCheck
+
+	// PassHostHeader forwards the client's Host header (default true);
+	// otherwise the backend's host is sent.
+	PassHostHeader bool
+
+	// TrustedIPs are addresses or CIDR ranges of proxies in front of
+	// Traefik. Only when the connection comes from one of them is the client
+	// IP taken from X-Forwarded-For (the rightmost untrusted address).
+	TrustedIPs []string
+}
+
+// Server is one backend.
+type Server struct {
+	// URL is the backend's base URL: http or https, host and optional port
+	// and path prefix.
+	URL string
+	// Weight is the backend's relative share; omitted (0) means 1.
+	Weight int
+	// Backup servers get requests only when no primary is available.
+	Backup bool
+	// Down takes the server out of rotation without remapping hash keys.
+	Down bool
+	// MaxConns caps the requests in flight to the server (0: no cap).
+	MaxConns int
+}
+
+// HealthCheck configures active health checks: every Interval, a GET of
+// Path on each server; a status from 200 to 399 within Timeout is healthy.
+type HealthCheck struct {
+	// Path is the request path; empty disables active checks.
+	Path string
+	// Interval between checks of one server (default "10s").
+	Interval string
+	// Timeout of one check (default "5s").
+	Timeout string
+}
+
+// CreateConfig returns the default configuration; Traefik decodes the
+// user's settings over it.
+func CreateConfig() *Config {
+	return &Config{
+		Strategy:        core.SmoothWRR,
+		MaxFails:        1,
+		FailTimeout:     "10s",
+		Retries:         -1,
+		MaxRetryBody:    1 << 20,
+		ConnectTimeout:  "10s",
+		ResponseTimeout: "60s",
+		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s"},
+		PassHostHeader:  true,
+	}
+}
+
+// Kinds of hash key.
+const (
+	keyNone = iota
+	keyURI
+	keyPath
+	keyClientIP
+	keyHeader
+	keyCookie
+	keyQuery
+)
+
+// settings is a validated Config, in the form the request path uses.
+type settings struct {
+	balancer        core.Config
+	targets         []*url.URL
+	keyKind         int
+	keyName         string
+	retries         int // further backends a request may try; never negative
+	maxRetryBody    int64
+	connectTimeout  time.Duration
+	responseTimeout time.Duration
+	healthPath      string
+	healthInterval  time.Duration
+	healthTimeout   time.Duration
+	passHost        bool
+	trusted         []netip.Prefix
+}
+
+// parse validates c; errors name the field and the value.
+func parse(c *Config) (*settings, error) {
+	if c == nil {
+		return nil, errors.New("no configuration")
+	}
+	s := &settings{passHost: c.PassHostHeader, maxRetryBody: int64(c.MaxRetryBody)}
+	if len(c.Servers) == 0 {
+		return nil, errors.New("servers: empty list")
+	}
+	if c.MaxFails < 0 {
+		return nil, fmt.Errorf("maxFails %d: must not be negative", c.MaxFails)
+	}
+	if c.MaxRetryBody < 0 {
+		return nil, fmt.Errorf("maxRetryBody %d: must not be negative", c.MaxRetryBody)
+	}
+	if c.Retries < -1 {
+		return nil, fmt.Errorf("retries %d: must be -1 (each server once), 0 or more", c.Retries)
+	}
+	var err error
+	var failTimeout, slowStart, decay time.Duration
+	if failTimeout, err = duration("failTimeout", c.FailTimeout, false); err != nil {
+		return nil, err
+	}
+	if slowStart, err = duration("slowStart", c.SlowStart, false); err != nil {
+		return nil, err
+	}
+	if decay, err = duration("decayTime", c.DecayTime, false); err != nil {
+		return nil, err
+	}
+	if s.connectTimeout, err = duration("connectTimeout", c.ConnectTimeout, true); err != nil {
+		return nil, err
+	}
+	if s.responseTimeout, err = duration("responseTimeout", c.ResponseTimeout, true); err != nil {
+		return nil, err
+	}
+	if err := s.parseHealth(c.HealthCheck); err != nil {
+		return nil, err
+	}
+
+	seen := make(map[string]int, len(c.Servers))
+	backends := make([]core.Backend, 0, len(c.Servers))
+	for i, sv := range c.Servers {
+		u, addr, err := serverURL(sv.URL)
+		if err != nil {
+			return nil, fmt.Errorf("servers[%d].url %q: %v", i, sv.URL, err)
+		}
+		if j, dup := seen[addr]; dup {
+			return nil, fmt.Errorf("servers[%d].url %q: same host and port as servers[%d]", i, sv.URL, j)
+		}
+		seen[addr] = i
+		if sv.Weight < 0 {
+			return nil, fmt.Errorf("servers[%d].weight %d: must be at least 1", i, sv.Weight)
+		}
+		if sv.MaxConns < 0 {
+			return nil, fmt.Errorf("servers[%d].maxConns %d: must not be negative", i, sv.MaxConns)
+		}
+		w := sv.Weight
+		if w == 0 {
+			w = 1
+		}
+		s.targets = append(s.targets, u)
+		backends = append(backends, core.Backend{
+			Address:     addr,
+			Weight:      w,
+			Down:        sv.Down,
+			Backup:      sv.Backup,
+			MaxConns:    sv.MaxConns,
+			MaxFails:    c.MaxFails,
+			FailTimeout: failTimeout,
+			SlowStart:   slowStart,
+		})
+	}
+	s.retries = c.Retries
+	if s.retries < 0 || s.retries > len(backends)-1 {
+		s.retries = len(backends) - 1
+	}
+
+	strategy := c.Strategy
+	if strategy == "" {
+		strategy = core.SmoothWRR
+	}
+	if err := s.parseKey(strategy, c.HashKey); err != nil {
+		return nil, err
+	}
+	for i, t := range c.TrustedIPs {
+		p, err := prefix(strings.TrimSpace(t))
+		if err != nil {
+			return nil, fmt.Errorf("trustedIPs[%d] %q: want an IP address or CIDR range", i, t)
+		}
+		s.trusted = append(s.trusted, p)
+	}
+	s.balancer = core.Config{
+		Strategy:   strategy,
+		Backends:   backends,
+		HashMode:   c.HashMode,
+		LoadFactor: c.LoadFactor,
+		Stagger:    c.Stagger,
+		TwoChoices: c.TwoChoices,
+		DecayTime:  decay,
+	}
+	return s, nil
+}
+
+// duration parses a duration field; "" is zero unless required.
+func duration(field, v string, required bool) (time.Duration, error) {
+	if v == "" && !required {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want a duration such as \"10s\"", field, v)
+	}
+	if d < 0 || (required && d == 0) {
+		return 0, fmt.Errorf("%s %q: must be positive", field, v)
+	}
+	return d, nil
+}
+
+func (s *settings) parseHealth(h HealthCheck) error {
+	if h.Path == "" {
+		return nil
+	}
+	if !strings.HasPrefix(h.Path, "/") {
+		return fmt.Errorf("healthCheck.path %q: must start with /", h.Path)
+	}
+	var err error
+	if s.healthInterval, err = duration("healthCheck.interval", h.Interval, true); err != nil {
+		return err
+	}
+	if s.healthTimeout, err = duration("healthCheck.timeout", h.Timeout, true); err != nil {
+		return err
+	}
+	s.healthPath = h.Path
+	return nil
+}
+
+// serverURL checks a server URL and returns it with the balancer address
+// ("host:port", the scheme's port when none is given).
+func serverURL(raw string) (*url.URL, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, "", errors.New("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, "", errors.New("scheme must be http or https")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, "", errors.New("no host")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, "", errors.New("only scheme, host, port and path are allowed")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	addr := net.JoinHostPort(u.Hostname(), port)
+	if err := core.CheckAddress(addr); err != nil {
+		return nil, "", err
+	}
+	return u, addr, nil
+}
+
+// parseKey sets the hash key for the strategy.
+func (s *settings) parseKey(strategy, key string) error {
+	switch strategy {
+	case core.IPHash:
+		if key != "" && key != "clientip" {
+			return fmt.Errorf("hashKey %q: ip_hash always hashes the client IP", key)
+		}
+		s.keyKind = keyClientIP
+		return nil
+	case core.URLHash:
+		if key == "" {
+			key = "uri"
+		}
+	default:
+		if key != "" {
+			return fmt.Errorf("hashKey %q: only url_hash and ip_hash hash a key, not %q", key, strategy)
+		}
+		return nil
+	}
+	// One assignment per statement below: yaegi v0.16.1 drops the first
+	// value of "a, b = CONST, call()".
+	kind, name, _ := strings.Cut(key, ":")
+	s.keyName = name
+	switch {
+	case kind == "uri" && name == "":
+		s.keyKind = keyURI
+	case kind == "path" && name == "":
+		s.keyKind = keyPath
+	case kind == "clientip" && name == "":
+		s.keyKind = keyClientIP
+	case kind == "header" && name != "":
+		s.keyKind = keyHeader
+		s.keyName = http.CanonicalHeaderKey(name)
+	case kind == "cookie" && name != "":
+		s.keyKind = keyCookie
+	case kind == "query" && name != "":
+		s.keyKind = keyQuery
+	default:
+		return fmt.Errorf("hashKey %q: want uri, path, clientip, header:NAME, cookie:NAME or query:NAME", key)
+	}
+	return nil
+}
+
+// prefix parses an address ("10.0.0.1") or a range ("10.0.0.0/8").
+func prefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,82 @@
+package traefikplugin
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// key returns what the hash strategy hashes for r.
+func (p *Plugin) key(r *http.Request) string {
+	switch p.s.keyKind {
+	case keyURI:
+		if r.RequestURI != "" {
+			return r.RequestURI
+		}
+		return r.URL.RequestURI()
+	case keyPath:
+		return r.URL.Path
+	case keyClientIP:
+		return p.clientIP(r)
+	case keyHeader:
+		if v := r.Header[p.s.keyName]; len(v) > 0 {
+			return v[0]
+		}
+	case keyCookie:
+		if c, err := r.Cookie(p.s.keyName); err == nil {
+			return c.Value
+		}
+	case keyQuery:
+		return r.URL.Query().Get(p.s.keyName)
+	}
+	return ""
+}
+
+// clientIP is the connection's peer address, unless the peer is a trusted
+// proxy: then it is the rightmost address in X-Forwarded-For that is not a
+// trusted proxy (the leftmost entries are whatever the client wrote).
+func (p *Plugin) clientIP(r *http.Request) string {
+	ip := peer(r.RemoteAddr)
+	if len(p.s.trusted) == 0 || !p.trusts(ip) {
+		return ip
+	}
+	xff := r.Header["X-Forwarded-For"]
+	for k := len(xff) - 1; k >= 0; k-- {
+		parts := strings.Split(xff[k], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			s := strings.TrimSpace(parts[j])
+			if _, err := netip.ParseAddr(s); err != nil {
+				return ip // a malformed hop: stop at the last good one
+			}
+			ip = s
+			if !p.trusts(s) {
+				return s
+			}
+		}
+	}
+	return ip
+}
+
+// trusts reports whether address s is one of the trusted proxies.
+func (p *Plugin) trusts(s string) bool {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, t := range p.s.trusted {
+		if t.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peer returns the host part of a "host:port" remote address.
+func peer(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}
