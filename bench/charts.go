@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -15,6 +16,13 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
+
+// palette holds distinct colours for up to eight series.
+var palette = []color.Color{
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+}
 
 // saveTiles renders plots on a grid into one SVG file.
 func saveTiles(path string, plots [][]*plot.Plot, w, h vg.Length) error {
@@ -109,63 +117,107 @@ func ChartSmooth(path string) error {
 	return saveTiles(path, plots, 26*vg.Centimeter, 16*vg.Centimeter)
 }
 
-// ChartLatency draws the latency CDF of every model in one scenario.
+// ChartLatency draws the latency distribution of every model in one
+// scenario: the CDF on the left, the tail (fraction of requests slower than
+// x, log scale) on the right.
 func ChartLatency(path string, sc Scenario, res []SimResult) error {
-	p := plot.New()
-	p.Title.Text = "Latency CDF: " + sc.Name
-	p.X.Label.Text = "latency (ms, log scale)"
-	p.Y.Label.Text = "fraction of requests"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Add(plotter.NewGrid())
-	for i, r := range res {
-		const points = 400
-		xy := make(plotter.XYs, 0, points)
-		for k := 1; k <= points; k++ {
-			q := float64(k) / points
-			j := int(q*float64(len(r.Latencies))) - 1
-			if j < 0 {
-				j = 0
-			}
-			x := float64(r.Latencies[j]) / float64(time.Millisecond)
-			if x < 0.1 {
-				x = 0.1
-			}
-			xy = append(xy, plotter.XY{X: x, Y: q})
-		}
-		ln, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		ln.Color = plotutil.Color(i)
-		ln.Dashes = plotutil.Dashes(i)
-		ln.Width = vg.Points(1.5)
-		p.Add(ln)
-		p.Legend.Add(fmt.Sprintf("%s (p99 %s ms)", r.Model, ms(r.P99)), ln)
+	cdf, tail := plot.New(), plot.New()
+	cdf.Title.Text = "Latency CDF: " + sc.Name
+	tail.Title.Text = "Tail: fraction of requests slower than x"
+	for _, p := range []*plot.Plot{cdf, tail} {
+		p.X.Label.Text = "latency (ms, log scale)"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
 	}
-	p.Legend.Left = false
-	p.Legend.Top = false
-	p.Legend.XOffs = -vg.Millimeter * 2
-	p.Legend.YOffs = vg.Centimeter * 2
-	return savePlot(path, p, 20*vg.Centimeter, 13*vg.Centimeter)
+	cdf.Y.Label.Text = "fraction of requests"
+	cdf.Y.Min, cdf.Y.Max = 0, 1
+	tail.Y.Label.Text = "fraction slower (log scale)"
+	tail.Y.Scale = plot.LogScale{}
+	tail.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	tail.Y.Min, tail.Y.Max = 1e-4, 1
+	for i, r := range res {
+		const points = 500
+		var up, down plotter.XYs
+		for k := 1; k <= points; k++ {
+			// Quantiles spaced evenly in log(1-q), so the tail gets points too.
+			q := 1 - math.Pow(10, -4*float64(k)/points)
+			j := int(q * float64(len(r.Latencies)))
+			if j >= len(r.Latencies) {
+				j = len(r.Latencies) - 1
+			}
+			x := math.Max(float64(r.Latencies[j])/float64(time.Millisecond), 0.1)
+			up = append(up, plotter.XY{X: x, Y: q})
+			down = append(down, plotter.XY{X: x, Y: math.Max(1-q, 1e-4)})
+		}
+		for _, pair := range []struct {
+			p  *plot.Plot
+			xy plotter.XYs
+		}{{cdf, up}, {tail, down}} {
+			ln, err := plotter.NewLine(pair.xy)
+			if err != nil {
+				return err
+			}
+			ln.Color = palette[i%len(palette)]
+			ln.Dashes = plotutil.Dashes(i)
+			ln.Width = vg.Points(2)
+			pair.p.Add(ln)
+			if pair.p == tail {
+				tail.Legend.Add(fmt.Sprintf("%s: p99 %s ms", r.Model, ms(r.P99)), ln)
+			}
+		}
+	}
+	// The tail plot's lower left is empty: fast requests are never rare.
+	tail.Legend.Top, tail.Legend.Left = false, true
+	tail.Legend.TextStyle.Font.Size = vg.Points(9)
+	tail.Legend.XOffs, tail.Legend.YOffs = vg.Millimeter*3, vg.Millimeter*3
+	return saveTiles(path, [][]*plot.Plot{{cdf, tail}}, 30*vg.Centimeter, 12*vg.Centimeter)
 }
 
-// ChartHash draws balance against disruption for the hashed subjects at n=100.
+// ChartHash draws balance against disruption for the consistent hash
+// schemes at n=100. Schemes that move most keys (modulo, ip_hash) are left
+// off the chart and named in its caption instead.
 func ChartHash(path string, rows []HashQuality) error {
 	const n = 100
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Hashing at n=%d: balance vs keys moved when one backend leaves", n)
-	p.X.Label.Text = "keys moved / ideal (1/n)   (1 is ideal)"
+	p.Title.Text = fmt.Sprintf("Consistent hashing at n=%d: balance vs disruption", n)
+	p.X.Label.Text = "keys moved when one backend leaves / ideal 1/n   (1 is ideal)"
 	p.Y.Label.Text = "busiest backend / mean   (1 is ideal)"
 	p.Add(plotter.NewGrid())
+	type pt struct {
+		x, y  float64
+		names []string
+	}
+	var pts []*pt
+	for _, q := range rows {
+		x, y := q.Leave[n]*n, q.Balance[n]
+		if x > 10 {
+			continue
+		}
+		merged := false
+		for _, o := range pts {
+			if math.Abs(o.x-x) < 0.1 && math.Abs(o.y-y) < 0.06 {
+				o.names = append(o.names, q.Subject.Name)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			pts = append(pts, &pt{x, y, []string{q.Subject.Name}})
+		}
+	}
 	var xys plotter.XYs
 	var labels []string
-	for _, q := range rows {
-		x := q.Leave[n] * n
-		y := q.Balance[n]
-		xys = append(xys, plotter.XY{X: x, Y: y})
-		labels = append(labels, " "+q.Subject.Name)
+	xmax, ymax := 2.0, 1.3
+	for _, o := range pts {
+		xys = append(xys, plotter.XY{X: o.x, Y: o.y})
+		if len(o.names) >= 3 {
+			// A crowd of equally good schemes: one name per line, below the point.
+			labels = append(labels, "\n"+strings.Join(o.names, "\n"))
+		} else {
+			labels = append(labels, "  "+strings.Join(o.names, ", "))
+		}
+		xmax, ymax = math.Max(xmax, o.x), math.Max(ymax, o.y)
 	}
 	sc, err := plotter.NewScatter(xys)
 	if err != nil {
@@ -180,18 +232,16 @@ func ChartHash(path string, rows []HashQuality) error {
 		return err
 	}
 	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(8)
+		lb.TextStyle[i].Font.Size = vg.Points(9)
+		lb.TextStyle[i].YAlign = draw.YCenter
+		if strings.HasPrefix(labels[i], "\n") {
+			lb.TextStyle[i].YAlign = draw.YTop
+			lb.TextStyle[i].XAlign = draw.XCenter
+		}
 	}
 	p.Add(lb)
-	// Modulo moves most keys; a log x axis keeps the consistent schemes apart.
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	xmin, xmax := math.Inf(1), 0.0
-	for _, xy := range xys {
-		xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
-	}
-	p.X.Min, p.X.Max = math.Min(0.5, xmin*0.8), xmax*3
-	p.Y.Min = 0.95
+	p.X.Min, p.X.Max = 0, xmax*1.6
+	p.Y.Min, p.Y.Max = 0.5, ymax*1.05
 	return savePlot(path, p, 22*vg.Centimeter, 14*vg.Centimeter)
 }
 

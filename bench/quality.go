@@ -171,8 +171,8 @@ var (
 	MemSizes     = []int{100, 1000}
 )
 
-// qualityKeys is how many keys the balance and disruption figures map.
-const qualityKeys = 1 << 17
+// QualityKeys is how many keys the published balance and disruption figures map.
+const QualityKeys = 1 << 17
 
 // mapKeys maps every key to a backend address with a fresh picker.
 func mapKeys(s Subject, addrs []string, keys []string) ([]string, error) {
@@ -219,9 +219,9 @@ func heapRetained(build func() (Picker, error)) (uint64, error) {
 	return after.HeapAlloc - before.HeapAlloc, nil
 }
 
-// RunHashQuality measures every hashed subject.
-func RunHashQuality(subjects []Subject) ([]HashQuality, error) {
-	urls, ips := URLKeys(qualityKeys), ClientIPs(qualityKeys)
+// RunHashQuality measures every hashed subject, mapping count keys.
+func RunHashQuality(subjects []Subject, count int) ([]HashQuality, error) {
+	urls, ips := URLKeys(count), ClientIPs(count)
 	var rows []HashQuality
 	for _, s := range subjects {
 		if s.Kind != Hashed {
@@ -309,7 +309,7 @@ func WriteQuality(w io.Writer, smooth []SmoothRow, hash []HashQuality, cmd strin
 		fmt.Fprintf(w, " %.2f%% |\n", 100*r.BySet[len(r.BySet)-1].ShareErr)
 	}
 	fmt.Fprintf(w, "\n## Hashing: balance, disruption, memory\n\n")
-	fmt.Fprintf(w, "%d keys (~32-byte URIs; client IPs for the ip_hash rows). \"max/mean\" is the busiest backend's keys over the mean: ", qualityKeys)
+	fmt.Fprintf(w, "%d keys (~32-byte URIs; client IPs for the ip_hash rows). \"max/mean\" is the busiest backend's keys over the mean: ", QualityKeys)
 	fmt.Fprintf(w, "with this many keys a perfectly uniform random mapping shows about 1.01 at n=10 and 1.07 at n=100 from sampling alone. ")
 	fmt.Fprintf(w, "\"leave\" is the fraction of keys that move when the last backend is removed (ideal 1/n; the last, because jump hash can only remove the last bucket), ")
 	fmt.Fprintf(w, "\"join\" when one is added (ideal 1/(n+1)). Memory is the heap the built picker retains (Caddy's row is its UpstreamPool, which Caddy holds anyway: its policy keeps no table). ")

@@ -44,7 +44,7 @@ func Report(dir string, parts []string, log func(string)) error {
 		if err != nil {
 			return err
 		}
-		hash, err := RunHashQuality(subjects)
+		hash, err := RunHashQuality(subjects, QualityKeys)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,15 @@ func Report(dir string, parts []string, log func(string)) error {
 				return err
 			}
 		}
-		if err := write("simulation.md", func(b *bytes.Buffer) error { WriteSimulation(b, res, ReportCmd); return nil }); err != nil {
+		lbsim, err := RunLbsim()
+		if err != nil {
+			return err
+		}
+		if err := write("simulation.md", func(b *bytes.Buffer) error {
+			WriteSimulation(b, res, ReportCmd)
+			WriteLbsim(b, lbsim)
+			return nil
+		}); err != nil {
 			return err
 		}
 	}

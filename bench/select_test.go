@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -85,6 +88,48 @@ func TestHashedSubjectsDeterministic(t *testing.T) {
 			if x, y := a.PickKey(keys[k]), b.PickKey(keys[k]); x != y {
 				t.Fatalf("%s: key %q maps to %d and %d in two instances", s.Name, keys[k], x, y)
 			}
+		}
+	}
+}
+
+// TestSelectionTable runs every benchmark for a few iterations (timings are
+// not asserted) and checks that the table has every subject, a cell for
+// every n and mode, and a ratio for every peer whose lbpack counterpart runs.
+func TestSelectionTable(t *testing.T) {
+	old := flag.Lookup("test.benchtime").Value.String()
+	if err := flag.Set("test.benchtime", "20x"); err != nil {
+		t.Fatal(err)
+	}
+	defer flag.Set("test.benchtime", old)
+	subjects := Subjects()
+	rows, err := RunSelection(subjects, Sizes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	WriteSelection(&buf, rows, Sizes, "cmd")
+	table := buf.String()
+	for _, r := range rows {
+		for _, n := range Sizes {
+			if r.Serial[n].Ns <= 0 || r.Par[n].Ns <= 0 {
+				t.Errorf("%s n=%d: no timing", r.Subject.Name, n)
+			}
+		}
+		line := ""
+		for _, l := range strings.Split(table, "\n") {
+			if strings.HasPrefix(l, "| "+boldIf(r.Subject)+" |") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("no row for %s", r.Subject.Name)
+			continue
+		}
+		if cells := strings.Count(line, "|") - 1; cells != 3+2*len(Sizes) {
+			t.Errorf("%s: %d cells, want %d", r.Subject.Name, cells, 3+2*len(Sizes))
+		}
+		if _, ok := FindSubject(r.Subject.Versus); ok && strings.Count(line, "×") != 2*len(Sizes) {
+			t.Errorf("%s: ratios missing in %q", r.Subject.Name, line)
 		}
 	}
 }

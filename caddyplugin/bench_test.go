@@ -56,14 +56,14 @@ func BenchmarkSelect(b *testing.B) {
 			{"caddy_weighted_round_robin", caddyWRR},
 			{"caddy_least_conn", reverseproxy.LeastConnSelection{}},
 			{"caddy_uri_hash", reverseproxy.URIHashSelection{}},
-			{"smooth_wrr", &SmoothWRR{Options: Options{Weights: weights}}},
-			{"gcd_wrr", &GCDWRR{Options: Options{Weights: weights}}},
-			{"url_hash_ketama", &URLHash{Options: Options{Weights: weights}}},
-			{"url_hash_maglev", &URLHash{Options: Options{Weights: weights}, Mode: "maglev"}},
-			{"nginx_ip_hash", &NginxIPHash{Options: Options{Weights: weights}}},
-			{"weighted_least_conn", &WeightedLeastConn{Options: Options{Weights: weights}}},
-			{"weighted_least_conn_two_choices", &WeightedLeastConn{Options: Options{Weights: weights}, TwoChoices: true}},
-			{"fair", &Fair{Options: Options{Weights: weights}}},
+			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}},
+			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}},
+			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}},
+			{"url_hash_maglev", &URLHash{base: base{Options: Options{Weights: weights}}, Mode: "maglev"}},
+			{"nginx_ip_hash", &NginxIPHash{base: base{Options: Options{Weights: weights}}}},
+			{"weighted_least_conn", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}}},
+			{"weighted_least_conn_two_choices", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}, TwoChoices: true}},
+			{"fair", &Fair{base: base{Options: Options{Weights: weights}}}},
 		}
 		for _, pc := range policies {
 			if s, ok := pc.sel.(selector); ok {

@@ -2,6 +2,7 @@ package caddyplugin
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -177,5 +178,25 @@ func TestCaddyfileProvisionErrors(t *testing.T) {
 				t.Fatalf("got error %v\nwant one containing %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// The demo Caddyfile adapts and provisions: every route's policy is valid.
+func TestCaddyfileExample(t *testing.T) {
+	src, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := adapt(t, string(src))
+	if err != nil {
+		t.Fatalf("adapt: %v", err)
+	}
+	for _, p := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "fair", "weighted_least_conn", "nginx_ip_hash"} {
+		if !strings.Contains(string(cfg), `"policy":"`+p+`"`) {
+			t.Errorf("the demo has no %s route", p)
+		}
+	}
+	if err := validate(cfg); err != nil {
+		t.Errorf("validate: %v", err)
 	}
 }

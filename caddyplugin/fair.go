@@ -1,7 +1,6 @@
 package caddyplugin
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -32,13 +31,11 @@ func init() {
 //		slow_start <address> <duration>
 //	}
 type Fair struct {
-	Options
+	base
 
 	// DecayTime is how fast old latency samples fade from the estimate:
 	// a sample's weight halves about every DecayTime * ln 2. Default 10s.
 	DecayTime caddy.Duration `json:"decay_time,omitempty"`
-
-	p policy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -54,17 +51,6 @@ func (*Fair) CaddyModule() caddy.ModuleInfo {
 func (m *Fair) Provision(ctx caddy.Context) error {
 	m.p.track = true
 	return m.p.setup(ctx, "fair", &m.Options, core.Config{Strategy: core.Fair, DecayTime: time.Duration(m.DecayTime)})
-}
-
-// Validate checks the options.
-func (m *Fair) Validate() error { return m.Options.validate() }
-
-// Cleanup unregisters the policy from the admin endpoint and the metrics.
-func (m *Fair) Cleanup() error { return m.p.cleanup() }
-
-// Select returns the available upstream expected to answer soonest, or nil.
-func (m *Fair) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return m.p.pick(pool, r)
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.

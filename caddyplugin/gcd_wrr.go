@@ -1,8 +1,6 @@
 package caddyplugin
 
 import (
-	"net/http"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -28,13 +26,11 @@ func init() {
 //		stagger
 //	}
 type GCDWRR struct {
-	Options
+	base
 
 	// Stagger starts the schedule at a random point of its period, so that
 	// many proxies with the same configuration do not send in step.
 	Stagger bool `json:"stagger,omitempty"`
-
-	p policy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -49,17 +45,6 @@ func (*GCDWRR) CaddyModule() caddy.ModuleInfo {
 // prepares the balancer.
 func (m *GCDWRR) Provision(ctx caddy.Context) error {
 	return m.p.setup(ctx, "gcd_wrr", &m.Options, core.Config{Strategy: core.GCDWRR, Stagger: m.Stagger})
-}
-
-// Validate checks the options.
-func (m *GCDWRR) Validate() error { return m.Options.validate() }
-
-// Cleanup unregisters the policy from the admin endpoint and the metrics.
-func (m *GCDWRR) Cleanup() error { return m.p.cleanup() }
-
-// Select returns the next available upstream of the schedule, or nil.
-func (m *GCDWRR) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return m.p.pick(pool, r)
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.

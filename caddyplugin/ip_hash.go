@@ -33,9 +33,7 @@ func init() {
 //		slow_start <address> <duration>
 //	}
 type NginxIPHash struct {
-	Options
-
-	p policy
+	base
 }
 
 // CaddyModule returns the Caddy module information.
@@ -51,17 +49,6 @@ func (*NginxIPHash) CaddyModule() caddy.ModuleInfo {
 func (m *NginxIPHash) Provision(ctx caddy.Context) error {
 	m.p.key = clientIP
 	return m.p.setup(ctx, "nginx_ip_hash", &m.Options, core.Config{Strategy: core.IPHash})
-}
-
-// Validate checks the options.
-func (m *NginxIPHash) Validate() error { return m.Options.validate() }
-
-// Cleanup unregisters the policy from the admin endpoint and the metrics.
-func (m *NginxIPHash) Cleanup() error { return m.p.cleanup() }
-
-// Select returns the client's upstream, or nil when none is available.
-func (m *NginxIPHash) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return m.p.pick(pool, r)
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.

@@ -1,8 +1,6 @@
 package caddyplugin
 
 import (
-	"net/http"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -30,13 +28,11 @@ func init() {
 //		slow_start <address> <duration>
 //	}
 type WeightedLeastConn struct {
-	Options
+	base
 
 	// TwoChoices picks the better of two random upstreams (the power of two
 	// choices, O(1) per pick) instead of nginx's exact scan of all of them.
 	TwoChoices bool `json:"two_choices,omitempty"`
-
-	p policy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -52,17 +48,6 @@ func (*WeightedLeastConn) CaddyModule() caddy.ModuleInfo {
 func (m *WeightedLeastConn) Provision(ctx caddy.Context) error {
 	m.p.track = true
 	return m.p.setup(ctx, "weighted_least_conn", &m.Options, core.Config{Strategy: core.LeastConn, TwoChoices: m.TwoChoices})
-}
-
-// Validate checks the options.
-func (m *WeightedLeastConn) Validate() error { return m.Options.validate() }
-
-// Cleanup unregisters the policy from the admin endpoint and the metrics.
-func (m *WeightedLeastConn) Cleanup() error { return m.p.cleanup() }
-
-// Select returns the least loaded available upstream, or nil.
-func (m *WeightedLeastConn) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return m.p.pick(pool, r)
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.

@@ -23,6 +23,27 @@ import (
 // flap between a few sets keep their schedules without rebuilding.
 const maxPoolSets = 64
 
+// base is embedded in every policy module: the shared options (their JSON
+// fields are promoted into the module's) and the shared runtime, with the
+// methods that do not differ between policies.
+type base struct {
+	Options
+	p policy
+}
+
+// Validate checks the options.
+func (b *base) Validate() error { return b.Options.validate() }
+
+// Cleanup removes the policy from the admin endpoint and the metrics.
+func (b *base) Cleanup() error { return b.p.cleanup() }
+
+// Select returns the upstream the policy's strategy picks among those Caddy
+// considers available (Upstream.Available), or nil when there is none, which
+// Caddy answers with 503 or a retry.
+func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
+	return b.p.pick(pool, r)
+}
+
 // policy is the machinery every lbpack selection policy shares: it turns
 // Caddy's upstream pool into a core balancer, keeps that balancer while the
 // pool is unchanged, and maps Caddy's view of availability onto it. The

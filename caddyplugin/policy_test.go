@@ -117,16 +117,16 @@ func TestSelectWeightedSequences(t *testing.T) {
 		m    selector
 		want string
 	}{
-		{"smooth_wrr positional", &SmoothWRR{Options: Options{Weights: []int{5, 3, 2}}}, "a b c a a b a c b a"},
-		{"smooth_wrr by address", &SmoothWRR{Options: Options{Upstreams: map[string]UpstreamOptions{
-			"10.0.0.1:80": {Weight: 5}, "10.0.0.2:80": {Weight: 3}, "10.0.0.3:80": {Weight: 2}}}}, "a b c a a b a c b a"},
-		{"smooth_wrr unlisted weigh 1", &SmoothWRR{Options: Options{Upstreams: map[string]UpstreamOptions{
-			"10.0.0.1:80": {Weight: 2}}}}, "a b c a a b c a a b"},
-		{"gcd_wrr", &GCDWRR{Options: Options{Weights: []int{5, 3, 2}}}, "a a a b a b c a b c"},
-		{"smooth_wrr down", &SmoothWRR{Options: Options{Weights: []int{5, 3, 2},
-			Upstreams: map[string]UpstreamOptions{"10.0.0.2:80": {Down: true}}}}, "a c a a a c a a c a"},
-		{"smooth_wrr backup", &SmoothWRR{Options: Options{Upstreams: map[string]UpstreamOptions{
-			"10.0.0.3:80": {Backup: true}}}}, "a b a b a b a b a b"},
+		{"smooth_wrr positional", &SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}}, "a b c a a b a c b a"},
+		{"smooth_wrr by address", &SmoothWRR{base: base{Options: Options{Upstreams: map[string]UpstreamOptions{
+			"10.0.0.1:80": {Weight: 5}, "10.0.0.2:80": {Weight: 3}, "10.0.0.3:80": {Weight: 2}}}}}, "a b c a a b a c b a"},
+		{"smooth_wrr unlisted weigh 1", &SmoothWRR{base: base{Options: Options{Upstreams: map[string]UpstreamOptions{
+			"10.0.0.1:80": {Weight: 2}}}}}, "a b c a a b c a a b"},
+		{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}}, "a a a b a b c a b c"},
+		{"smooth_wrr down", &SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2},
+			Upstreams: map[string]UpstreamOptions{"10.0.0.2:80": {Down: true}}}}}, "a c a a a c a a c a"},
+		{"smooth_wrr backup", &SmoothWRR{base: base{Options: Options{Upstreams: map[string]UpstreamOptions{
+			"10.0.0.3:80": {Backup: true}}}}}, "a b a b a b a b a b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,8 +142,8 @@ func TestSelectWeightedSequences(t *testing.T) {
 // Dynamic upstreams: fresh *Upstream values on every call, in the
 // resolver's order; the schedule is keyed by dial address and continues.
 func TestSelectDynamicPool(t *testing.T) {
-	m := &SmoothWRR{Options: Options{Upstreams: map[string]UpstreamOptions{
-		"10.0.0.1:80": {Weight: 5}, "10.0.0.2:80": {Weight: 3}, "10.0.0.3:80": {Weight: 2}}}}
+	m := &SmoothWRR{base: base{Options: Options{Upstreams: map[string]UpstreamOptions{
+		"10.0.0.1:80": {Weight: 5}, "10.0.0.2:80": {Weight: 3}, "10.0.0.3:80": {Weight: 2}}}}}
 	provision(t, m, &health{})
 	orders := [][]string{
 		{abc[0], abc[1], abc[2]},
@@ -199,7 +199,7 @@ func equalCounts(a, b map[string]int) bool {
 // a failed peer, and with none available Select returns nil (a 503).
 func TestSelectAvailability(t *testing.T) {
 	h := &health{down: map[string]bool{}}
-	m := &SmoothWRR{Options: Options{Weights: []int{5, 3, 2}}}
+	m := &SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}}
 	provision(t, m, h)
 	static := pool(abc...)
 	next := func() reverseproxy.UpstreamPool { return static }
@@ -222,7 +222,7 @@ func TestSelectAvailability(t *testing.T) {
 // configuration error found only at Select time when the policy could not
 // see the upstreams: every Select returns nil rather than guessing.
 func TestSelectPositionalCountMismatch(t *testing.T) {
-	m := &SmoothWRR{Options: Options{Weights: []int{5, 3}}}
+	m := &SmoothWRR{base: base{Options: Options{Weights: []int{5, 3}}}}
 	provision(t, m, &health{})
 	if u := m.Select(pool(abc...), request("/", nil), nil); u != nil {
 		t.Fatalf("2 weights for 3 upstreams: got %s, want nil", u.Dial)
@@ -246,8 +246,8 @@ func TestSelectDuplicateUpstream(t *testing.T) {
 // The static path allocates nothing.
 func TestSelectStaticAllocs(t *testing.T) {
 	for _, m := range []selector{
-		&SmoothWRR{Options: Options{Weights: []int{5, 3, 2}}},
-		&GCDWRR{Options: Options{Weights: []int{5, 3, 2}}},
+		&SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
+		&GCDWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
 		&NginxIPHash{},
 	} {
 		provision(t, m, &health{})

@@ -36,7 +36,7 @@ const defaultHashKey = "{http.request.uri}"
 //		slow_start  <address> <duration>
 //	}
 type URLHash struct {
-	Options
+	base
 
 	// Key is the placeholder expression whose value is hashed; an empty
 	// value is hashed like any other. Default: {http.request.uri}.
@@ -53,8 +53,6 @@ type URLHash struct {
 	// LoadFactor is the bounded mode's c: an upstream takes at most
 	// ceil(c * mean) requests in flight. 0 means 1.25; otherwise above 1.
 	LoadFactor float64 `json:"load_factor,omitempty"`
-
-	p policy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -75,18 +73,6 @@ func (m *URLHash) Provision(ctx caddy.Context) error {
 	m.p.track = m.Mode == core.HashBounded // bounded counts requests in flight
 	return m.p.setup(ctx, "url_hash", &m.Options,
 		core.Config{Strategy: core.URLHash, HashMode: m.Mode, LoadFactor: m.LoadFactor})
-}
-
-// Validate checks the options.
-func (m *URLHash) Validate() error { return m.Options.validate() }
-
-// Cleanup unregisters the policy from the admin endpoint and the metrics.
-func (m *URLHash) Cleanup() error { return m.p.cleanup() }
-
-// Select returns the upstream the request's key maps to, or, when that one
-// is unavailable, the next one nginx would try; nil when none is available.
-func (m *URLHash) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return m.p.pick(pool, r)
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.

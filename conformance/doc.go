@@ -5,7 +5,7 @@
 // One nginx (worker_processes 1, since nginx keeps round robin state per
 // worker) serves every case of a test from one configuration: an upstream
 // block per case, with a location in front of it. The upstream servers are
-// small Go HTTP servers on 127.0.0.1 that answer with their own address, and
+// small Go HTTP servers on loopback that answer with their own address, and
 // nginx reports the address it tried in a response header, so each response
 // names the backend nginx picked (and shows that it picked only one). The
 // requests of a case go out one after another, so the responses come back in
@@ -24,10 +24,18 @@
 //     modulo): random raw query arguments, including percent escapes and
 //     empty keys, with weights and down servers;
 //   - least_conn with sequential requests, where every server ties at zero
-//     connections and nginx shares out by smooth weighted round robin.
+//     connections and nginx shares out by smooth weighted round robin, and
+//     with requests held in flight, so that connection counts differ;
+//   - max_conns: servers filled by held requests are skipped by every method
+//     (core learns of the requests in flight through Start and Done);
+//   - backends on [::1] beside 127.0.0.1, whose names ketama hashes with
+//     their brackets;
+//   - the lbsim command line: "lbsim pick" prints what nginx picked.
 //
 // Mostly-down sets make the hash methods exhaust their 20 tries and fall back
-// to round robin, so the fallback's state is compared too.
+// to round robin, so the fallback's state is compared too. A request is held
+// in flight by a query parameter that makes its backend wait for the test's
+// signal; the test goes on once the backend has it, so nginx has counted it.
 //
 // The tests need the nginx binary (Debian's nginx package: it has the realip
 // and upstream hash modules). They look for it in $NGINX, then $PATH and the

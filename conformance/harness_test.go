@@ -19,8 +19,9 @@ import (
 	"github.com/lbpack/lbpack/core"
 )
 
-// poolSize is the number of Go backends every nginx of a test proxies to;
-// each case uses up to 8 of them, in an order of its own.
+// poolSize is the number of Go backends on 127.0.0.1 every nginx of a test
+// proxies to; each case uses up to 8 of them, in an order of its own. Slot
+// poolSize+i, when a case asks for it, is a backend on [::1].
 const poolSize = 16
 
 // method is an nginx balancing method and the core strategy that must match it.
@@ -111,16 +112,17 @@ func (u *upstream) describe(addrs []string) string {
 	}
 	b.WriteString(" }")
 	if u.holds != nil {
-		b.WriteString(" (requests held in flight:")
+		// "3:-1" is "request 1 ends just before request 3"; "3:+" is
+		// "request 3 stays in flight".
+		b.WriteString("\nrequests held in flight:")
 		for i := range u.keys {
 			for _, j := range u.releases[i] {
-				fmt.Fprintf(&b, " -%d", j)
+				fmt.Fprintf(&b, " %d:-%d", i, j)
 			}
 			if u.held(i) {
-				fmt.Fprintf(&b, " +%d", i)
+				fmt.Fprintf(&b, " %d:+", i)
 			}
 		}
-		b.WriteString(")")
 	}
 	return b.String()
 }
@@ -154,6 +156,9 @@ func letters(seq []int) string {
 func nginxBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("NGINX"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("NGINX=%s: %v", p, err)
+		}
 		return p
 	}
 	if p, err := exec.LookPath("nginx"); err == nil {
@@ -165,7 +170,7 @@ func nginxBinary(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") != "" {
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
 		t.Fatal("nginx not found and CI is set: install it (apt-get install -y nginx) or set NGINX to its path")
 	}
 	t.Skip("nginx not found (install Debian's nginx package or set NGINX); the conformance suite needs it")
@@ -184,15 +189,27 @@ type pool struct {
 
 type arrival struct{ id, addr string }
 
-// startPool starts n backends on 127.0.0.1; they stop when the test ends.
-func startPool(t *testing.T, n int) *pool {
+// startPool starts poolSize backends on 127.0.0.1 and, with ipv6, as many
+// on [::1]; they stop when the test ends.
+func startPool(t *testing.T, ipv6 bool) *pool {
 	t.Helper()
 	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
 	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	n := poolSize
+	if ipv6 {
+		n *= 2
+	}
+	for i := range n {
+		host := "127.0.0.1:0"
+		if i >= poolSize {
+			host = "[::1]:0"
+		}
+		ln, err := net.Listen("tcp", host)
 		if err != nil {
 			srv.Close()
+			if i >= poolSize {
+				t.Skipf("this host has no IPv6 loopback (%v); the IPv6 backend cases need it", err)
+			}
 			t.Fatalf("backend listener: %v", err)
 		}
 		p.addrs = append(p.addrs, ln.Addr().String())
@@ -257,7 +274,13 @@ type nginx struct {
 func startNginx(t *testing.T, ups []*upstream) *nginx {
 	t.Helper()
 	bin := nginxBinary(t)
-	n := &nginx{pool: startPool(t, poolSize), index: map[string]int{}}
+	ipv6 := false
+	for _, u := range ups {
+		for _, s := range u.servers {
+			ipv6 = ipv6 || s.slot >= poolSize
+		}
+	}
+	n := &nginx{pool: startPool(t, ipv6), index: map[string]int{}}
 	n.addrs = n.pool.addrs
 	for i, a := range n.addrs {
 		n.index[a] = i

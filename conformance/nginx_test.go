@@ -232,6 +232,30 @@ func TestNginxHarness(t *testing.T) {
 	}
 }
 
+// TestNginxIPv6Backends compares the methods whose choice depends on the
+// backends' addresses with backends on [::1] among those on 127.0.0.1:
+// ketama hashes a server's name as written, "[::1]:PORT" with its brackets.
+func TestNginxIPv6Backends(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 1))
+	var ups []*upstream
+	for i := 0; i < 6; i++ {
+		n := 2 + r.IntN(7)
+		ups = append(ups,
+			randomHashed(r, fmt.Sprintf("v6ketama%d", i), hashKetama, n, i%2*someDown(r, n), false, argKeys(r, 100)),
+			randomHashed(r, fmt.Sprintf("v6modulo%d", i), hashModulo, n, i%2*someDown(r, n), false, argKeys(r, 100)),
+			randomRR(r, fmt.Sprintf("v6smooth%d", i), smoothRR, rrSpec{primaries: n}))
+	}
+	for _, u := range ups {
+		// About half of each case's servers move to their [::1] twins.
+		for i := range u.servers {
+			if r.IntN(2) == 0 {
+				u.servers[i].slot += poolSize
+			}
+		}
+	}
+	report(t, ups, conform(t, ups))
+}
+
 // TestNginxSmoothWRR compares smooth_wrr with nginx's default method: the
 // worked examples and 36 random weight sets, a third of them with servers
 // down and some with backups that must stay unused.
@@ -240,6 +264,11 @@ func TestNginxSmoothWRR(t *testing.T) {
 		fixedRR("smooth_532", smoothRR, []int{5, 3, 2}, 30),
 		fixedRR("smooth_511", smoothRR, []int{5, 1, 1}, 21),
 		fixedRR("smooth_75", smoothRR, []int{7, 5}, 36),
+		// Weights with a common factor, and a period longer than a few.
+		fixedRR("smooth_203050", smoothRR, []int{20, 30, 50}, 200),
+		fixedRR("smooth_12618624", smoothRR, []int{12, 6, 18, 6, 24}, 132),
+		fixedRR("smooth_1001", smoothRR, []int{100, 1}, 202),
+		fixedRR("smooth_equal", smoothRR, []int{4, 4, 4, 4, 4, 4, 4, 4}, 64),
 	}
 	r := rand.New(rand.NewPCG(2, 1))
 	for i := 0; i < 36; i++ {

@@ -183,22 +183,49 @@ func seededRandFunc(seed int64) func() uint64 {
 	}
 }
 
-func BenchmarkBaselineNginxSmooth(b *testing.B) {
+// benchSizes and benchWeights give every benchmark the same backends:
+// weights 1..10 drawn with a fixed seed, a realistic period (about 5.5 n).
+var benchSizes = []int{10, 100, 1000}
+
+func benchWeights(n int) []int {
+	return drawWeights(rand.New(rand.NewSource(int64(n))), n, 10)
+}
+
+// BenchmarkStatic measures a pick of every strategy of this set and of the
+// O(n) peer side by side for each n, one goroutine and parallel, so that
+// ratios come from one run under one load:
+//
+//	go test ./core -run '^$' -bench BenchmarkStatic -count 5
+func BenchmarkStatic(b *testing.B) {
 	for _, n := range benchSizes {
-		s := newNginxSmooth(benchWeights(n), nil)
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				s.pick(nil)
+		w := benchWeights(n)
+		peer := newNginxSmooth(w, nil)
+		b.Run(fmt.Sprintf("n=%d/nginx_linear", n), func(b *testing.B) {
+			benchPick(b, func() { peer.pick(nil) })
+		})
+		for _, s := range []string{SmoothWRR, GCDWRR, RoundRobin, Random, WeightedRandom} {
+			bal := mustBalancer(b, Config{Strategy: s, Backends: testBackends(w, nil)})
+			b.Run(fmt.Sprintf("n=%d/%s", n, s), func(b *testing.B) {
+				benchPick(b, func() { bal.Pick("") })
+			})
+		}
+	}
+}
+
+// benchPick runs pick b.N times, then again from b.RunParallel.
+func benchPick(b *testing.B, pick func()) {
+	b.Run("single", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			pick()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				pick()
 			}
 		})
-		b.Run(fmt.Sprintf("n=%d/parallel", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					s.pick(nil)
-				}
-			})
-		})
-	}
+	})
 }

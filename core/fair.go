@@ -42,7 +42,10 @@ const fairExplore = 16
 // deterministic.
 type fair struct {
 	probe int64 // ns
+	// The pick counter is written by every pick: a cache line of its own.
+	pad0  [56]byte
 	count atomic.Uint64
+	pad1  [56]byte
 }
 
 func buildFair(g *group, c *Config) (strategy, error) {
@@ -69,12 +72,7 @@ func (f *fair) pick(g *group, r request) int {
 				return taken(m, c, now)
 			}
 		}
-		x := r.b.rand()
-		i := int((x & 0xffffffff) % n)
-		j := int((x >> 32) % (n - 1))
-		if j >= i {
-			j++
-		}
+		i, j := pair(r.b.rand(), len(g.members))
 		mi, mj := g.members[i], g.members[j]
 		oki, okj := r.ok(mi), r.ok(mj)
 		switch {

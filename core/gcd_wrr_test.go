@@ -167,5 +167,3 @@ func TestGCDWRRAllocs(t *testing.T) {
 		t.Fatalf("PickFunc allocates %v", a)
 	}
 }
-
-func BenchmarkGCDWRR(b *testing.B) { benchStrategy(b, GCDWRR) }

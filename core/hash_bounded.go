@@ -6,24 +6,28 @@ import "math"
 // Thorup and Zadimoghaddam, "Consistent Hashing with Bounded Loads", SODA
 // 2018), on nginx's ketama ring.
 //
-// With T requests in flight over the group and E members not marked down,
-// no member may take a request while it already has
+// With T requests in flight over the group, no member may take a request
+// while it already has
 //
-//	cap = ceil(c * (T + 1) / E)
+//	cap = ceil(c * (T + 1) * weight / W)
 //
-// requests in flight (c = Config.LoadFactor, default 1.25). A key walks the
-// ring from its ketama point and goes to the first available member below
-// the cap. While loads are light that is the ketama member, so keys keep
-// their backend (and its caches); a hot key or a slow backend spills over to
-// the next members on the ring instead of piling up. The in-flight counts
-// are the ones the caller reports with Start and Done.
+// requests in flight, where W is the total weight of the members not marked
+// down and c = Config.LoadFactor (default 1.25). With equal weights that is
+// the paper's ceil(c * (T + 1) / E) for E members; with unequal weights each
+// member's bound is c times its weighted share. A key walks the ring from its
+// ketama point and goes to the first available member below its cap. While
+// loads are light that is the ketama member, so keys keep their backend (and
+// its caches); a hot key or a slow backend spills over to the next members on
+// the ring instead of piling up. The in-flight counts are the ones the caller
+// reports with Start and Done.
 //
-// Since c > 1, some member is always below the cap, and the walk finds one in
-// O(1) expected steps. After boundedWalk ring points the walk continues over
-// the members in configuration order; if every available member is at the
-// cap (possible only when unavailable members hold the headroom, or when
-// reports race), the least loaded available member is chosen. An empty key
-// goes to nginx's round robin, as in the other modes.
+// Since c > 1 the caps add up to more than T, so some member is below its
+// cap, and the walk finds one in O(1) expected steps. After boundedWalk ring
+// points the walk continues over the members in configuration order; if every
+// available member is at its cap (possible only when unavailable members hold
+// the headroom, or when reports race), the available member with the least
+// load per weight is chosen. An empty key goes to nginx's round robin, as in
+// the other modes.
 
 // boundedWalk is how many ring points a pick examines before it scans the
 // members in order.
@@ -32,8 +36,8 @@ const boundedWalk = 64
 type bounded struct {
 	ring   *ketamaRing
 	factor float64
-	// up is the number of members not marked down: E in the cap.
-	up int
+	// upWeight is the total weight of the members not marked down: W in the cap.
+	upWeight int
 }
 
 func newBounded(g *group, factor float64) (*bounded, error) {
@@ -44,51 +48,43 @@ func newBounded(g *group, factor float64) (*bounded, error) {
 	s := &bounded{ring: ring, factor: factor}
 	for _, m := range g.members {
 		if !m.down {
-			s.up++
+			s.upWeight += m.weight
 		}
+	}
+	if s.upWeight == 0 {
+		s.upWeight = 1 // every member is down: no pick gets as far as the cap
 	}
 	return s, nil
 }
 
-// limit returns the cap for total requests in flight over the group.
-func (s *bounded) limit(total int64) int64 {
+// share returns the cap of a member of weight 1 for total requests in flight
+// over the group; a member's cap is ceil(share * weight).
+func (s *bounded) share(total int64) float64 {
 	if total < 0 {
 		total = 0
 	}
-	up := s.up
-	if up < 1 {
-		up = 1
-	}
-	return int64(math.Ceil(s.factor * float64(total+1) / float64(up)))
+	return s.factor * float64(total+1) / float64(s.upWeight)
 }
 
 func (s *bounded) pick(g *group, r request) int {
 	if r.key == "" {
 		return fallback(g, &r)
 	}
-	limit := s.limit(groupInFlight(g))
+	share := s.share(groupInFlight(g))
 	ring := s.ring
 	n := len(ring.points)
 	i := ring.find(crcString(r.key))
-	best, bestLoad := -1, int64(math.MaxInt64)
+	best, bestLoad := -1, math.Inf(1)
 	steps := boundedWalk
 	if steps > n {
 		steps = n
 	}
 	last := -1
 	for step := 0; step < steps; step++ {
-		pos := int(ring.owner[i])
-		if pos != last {
+		if pos := int(ring.owner[i]); pos != last {
 			last = pos
-			m := g.members[pos]
-			if r.ok(m) {
-				load := m.state.inflight.Load()
-				if load < limit {
-					return pos
-				}
-				if load < bestLoad {
-					best, bestLoad = pos, load
-				}
+			if visit(g, &r, pos, share, &best, &bestLoad) {
+				return pos
 			}
 		}
 		if i++; i == n {
@@ -97,19 +93,29 @@ func (s *bounded) pick(g *group, r request) int {
 	}
 	// Rare: the walk met only full or unavailable members.
 	for k := 1; k <= len(g.members); k++ {
-		pos := (last + k) % len(g.members)
-		m := g.members[pos]
-		if r.ok(m) {
-			load := m.state.inflight.Load()
-			if load < limit {
-				return pos
-			}
-			if load < bestLoad {
-				best, bestLoad = pos, load
-			}
+		if pos := (last + k) % len(g.members); visit(g, &r, pos, share, &best, &bestLoad) {
+			return pos
 		}
 	}
 	return best
+}
+
+// visit reports whether member pos is available and below its cap. Otherwise
+// it keeps in best the available member with the least load per weight seen
+// so far, the choice when every available member is at its cap.
+func visit(g *group, r *request, pos int, share float64, best *int, bestLoad *float64) bool {
+	m := g.members[pos]
+	if !r.ok(m) {
+		return false
+	}
+	load := float64(m.state.inflight.Load())
+	if load < math.Ceil(share*float64(m.weight)) {
+		return true
+	}
+	if perWeight := load / float64(m.weight); perWeight < *bestLoad {
+		*best, *bestLoad = pos, perWeight
+	}
+	return false
 }
 
 // groupInFlight returns the requests in flight over the group's members.

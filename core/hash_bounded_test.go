@@ -21,8 +21,9 @@ func TestBoundedIsKetamaWhenIdle(t *testing.T) {
 	}
 }
 
-// No pick goes to a backend that already has ceil(c*(T+1)/E) requests in
-// flight, under a random mix of starts and ends with hot keys.
+// No pick goes to a backend that already has ceil(c*(T+1)*w/W) requests in
+// flight (W: the total weight of backends not down), under a random mix of
+// starts and ends with hot keys.
 func TestBoundedNeverExceedsCap(t *testing.T) {
 	for _, c := range []float64{0, 1.05, 1.5} {
 		factor := c
@@ -36,7 +37,12 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 		}
 		bs[5].Down = true
 		b := mustNew(t, Config{Strategy: URLHash, HashMode: HashBounded, LoadFactor: c, Backends: bs})
-		up := 19
+		upWeight := 0
+		for i := range bs {
+			if !bs[i].Down {
+				upWeight += bs[i].Weight
+			}
+		}
 		idle := mustNew(t, Config{Strategy: URLHash, HashMode: HashKetama, Backends: bs})
 		keys := testKeys(50)
 		var inflight []int
@@ -58,9 +64,9 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limit := int64(math.Ceil(factor * float64(total+1) / float64(up)))
+			limit := int64(math.Ceil(factor * float64(total+1) / float64(upWeight) * float64(bs[i].Weight)))
 			if load := b.InFlight(i); load >= limit {
-				t.Fatalf("c=%v step %d: backend %d has %d in flight, cap %d (total %d)", factor, step, i, load, limit, total)
+				t.Fatalf("c=%v step %d: backend %d (weight %d) has %d in flight, cap %d (total %d)", factor, step, i, bs[i].Weight, load, limit, total)
 			}
 			if b.Backend(i).Down {
 				t.Fatalf("picked down backend %d", i)

@@ -53,16 +53,18 @@ func maglevSize(n int) int {
 }
 
 func newMaglev(g *group) *maglev {
-	size := maglevSize(len(g.members))
+	size := uint64(maglevSize(len(g.members)))
 	n := len(g.members)
-	offset := make([]uint64, n)
+	// Member i's permutation is (offset + j*skip) mod size, j = 0, 1, ...;
+	// size is prime, so it visits every entry. cur[i] is where member i
+	// stands on its permutation.
+	cur := make([]uint64, n)
 	skip := make([]uint64, n)
-	next := make([]uint64, n) // how far each member has walked its permutation
 	credit := make([]int, n)
 	maxWeight := 0
 	for i, m := range g.members {
-		offset[i] = hashString(m.addr, maglevSeedOffset) % uint64(size)
-		skip[i] = hashString(m.addr, maglevSeedSkip)%uint64(size-1) + 1
+		cur[i] = hashString(m.addr, maglevSeedOffset) % size
+		skip[i] = hashString(m.addr, maglevSeedSkip)%(size-1) + 1
 		if m.weight > maxWeight {
 			maxWeight = m.weight
 		}
@@ -71,7 +73,7 @@ func newMaglev(g *group) *maglev {
 	for i := range table {
 		table[i] = -1
 	}
-	filled := 0
+	filled := uint64(0)
 	for filled < size {
 		for i, m := range g.members {
 			credit[i] += m.weight
@@ -79,25 +81,24 @@ func newMaglev(g *group) *maglev {
 				continue
 			}
 			credit[i] -= maxWeight
-			// Claim the member's next free entry: entry j of its
-			// permutation is (offset + j*skip) mod size.
-			c := (offset[i] + next[i]*skip[i]) % uint64(size)
+			// Claim the first free entry along the member's permutation.
+			c := cur[i]
 			for table[c] >= 0 {
-				next[i]++
-				c += skip[i]
-				if c >= uint64(size) {
-					c -= uint64(size)
+				if c += skip[i]; c >= size {
+					c -= size
 				}
 			}
 			table[c] = int32(i)
-			next[i]++
-			filled++
-			if filled == size {
+			if c += skip[i]; c >= size {
+				c -= size
+			}
+			cur[i] = c
+			if filled++; filled == size {
 				break
 			}
 		}
 	}
-	return &maglev{table: table, size: uint64(size)}
+	return &maglev{table: table, size: size}
 }
 
 func (s *maglev) pick(g *group, r request) int {

@@ -205,3 +205,41 @@ func TestMaglevSameInEveryProcess(t *testing.T) {
 		t.Fatal("a child process maps keys differently")
 	}
 }
+
+// A key whose 21 candidates all land on refused backends goes to round robin.
+func TestMaglevFallbackAfterTries(t *testing.T) {
+	bs := numbered(3)
+	bs[0].Weight = 30
+	b := mustNew(t, Config{Strategy: URLHash, HashMode: HashMaglev, Backends: bs})
+	s := b.primary.strategy.(*maglev)
+	allOn0 := func(k string) bool {
+		h := hashString(k, maglevSeedKey)
+		for try := 0; try <= hashTries; try++ {
+			if s.table[s.slot(h)] != 0 {
+				return false
+			}
+			h = avalanche(h + hashP1)
+		}
+		return true
+	}
+	key := ""
+	for i := 0; i < 100000 && key == ""; i++ {
+		if k := "k" + fmt.Sprint(i); allOn0(k) {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatal("no key found")
+	}
+	var got []int
+	for i := 0; i < 4; i++ {
+		j, err := b.PickFunc(key, func(i int) bool { return i != 0 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, j)
+	}
+	if fmt.Sprint(got) != "[1 2 1 2]" {
+		t.Errorf("key %q without backend 0: %v, want round robin [1 2 1 2]", key, got)
+	}
+}

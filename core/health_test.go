@@ -363,7 +363,8 @@ func TestUpdateKeepsState(t *testing.T) {
 	b.Start(1) // b: 2 in flight
 	b.Start(2)
 	b.Done(2, time.Millisecond, true) // c failed
-	if b.primary.steady() { // c's effective weight is 1 - 1/1 = 0
+	// c's effective weight is 1 - 1/1 = 0: the group is unsteady.
+	if b.primary.steady() {
 		t.Fatal("steady after c's failure")
 	}
 	d := Backend{Address: "10.0.0.9:80", Weight: 1, MaxFails: 1, SlowStart: 10 * time.Second}

@@ -31,6 +31,21 @@ type ipHash struct {
 	byHash []int32
 }
 
+// ipHashPow[k] is 113^k mod 6271. Feeding bytes b[0..n-1] into the running
+// hash one at a time is, modulo 6271, the same as
+//
+//	hash = hash*113^n + sum(b[i] * 113^(n-1-i))
+//
+// so a try costs one multiply-add and one modulo instead of n dependent ones.
+var ipHashPow = make([]int, 17)
+
+func init() {
+	ipHashPow[0] = 1
+	for k := 1; k < len(ipHashPow); k++ {
+		ipHashPow[k] = ipHashPow[k-1] * ipHashMul % ipHashMod
+	}
+}
+
 func buildIPHash(g *group, c *Config) (strategy, error) {
 	ww := newWeightWalk(g)
 	s := &ipHash{byHash: make([]int32, ipHashMod)}
@@ -47,11 +62,14 @@ func (s *ipHash) pick(g *group, r request) int {
 	}
 	var addr [16]byte
 	n := ipHashBytes(r.key, &addr)
+	sum := 0 // at most 16 * 255 * 6270: no overflow
+	for i := 0; i < n; i++ {
+		sum += int(addr[i]) * ipHashPow[n-1-i]
+	}
+	mul := ipHashPow[n]
 	hash := ipHashInit
 	for try := 0; try <= hashTries; try++ {
-		for i := 0; i < n; i++ {
-			hash = (hash*ipHashMul + int(addr[i])) % ipHashMod
-		}
+		hash = (hash*mul + sum) % ipHashMod
 		pos := int(s.byHash[hash])
 		if r.ok(g.members[pos]) {
 			return pos
@@ -126,6 +144,22 @@ func parseIPv4(s string, addr *[16]byte, at int) bool {
 	return len(s) == 0
 }
 
+// hexDigit maps a byte to its value as a hex digit, or to 0xff.
+var hexDigit = make([]byte, 256)
+
+func init() {
+	for i := range hexDigit {
+		hexDigit[i] = 0xff
+	}
+	for c := 0; c < 10; c++ {
+		hexDigit['0'+c] = byte(c)
+	}
+	for c := 0; c < 6; c++ {
+		hexDigit['a'+c] = byte(10 + c)
+		hexDigit['A'+c] = byte(10 + c)
+	}
+}
+
 // parseIPv6 parses s into addr: up to eight groups of 1-4 hex digits, one
 // "::" standing for one or more zero groups, and optionally an IPv4 address
 // in place of the last two groups.
@@ -140,14 +174,11 @@ func parseIPv6(s string, addr *[16]byte) bool {
 	for len(s) > 0 && i < 16 {
 		v, n := 0, 0
 		for n < len(s) && n <= 4 {
-			c := s[n]
-			if c >= '0' && c <= '9' {
-				v = v<<4 | int(c-'0')
-			} else if c|0x20 >= 'a' && c|0x20 <= 'f' {
-				v = v<<4 | int(c|0x20-'a'+10)
-			} else {
+			d := hexDigit[s[n]]
+			if d > 15 {
 				break
 			}
+			v = v<<4 | int(d)
 			n++
 		}
 		if n < len(s) && s[n] == '.' {

@@ -36,37 +36,26 @@ func (lc *leastConn) pick(g *group, r request) int {
 
 // exactLeast is nginx's choice.
 func exactLeast(g *group, r *request) int {
-	best, many := -1, false
-	var bc, bw int64
-	for i, m := range g.members {
-		if !r.ok(m) {
-			continue
-		}
-		c, w := m.state.inflight.Load(), r.milliWeight(m)
-		if best < 0 || c*bw < bc*w {
-			best, bc, bw, many = i, c, w, false
-		} else if c*bw == bc*w {
-			many = true
-		}
-	}
-	if !many {
+	// The scan is lock-free and notes the tied members in a buffer on the
+	// stack; when more tie than it holds, the scan runs again under the
+	// smooth lock into the group's buffer, which holds them all.
+	var buf [64]int
+	best, n := scanLeast(g, r, buf[:])
+	if n < 2 {
 		return best // also -1: nothing eligible
 	}
 	// nginx shares ties out by smooth weighted round robin among the tied
-	// members, which all come at or after best.
+	// members only.
 	s := g.smooth
 	s.mu.Lock()
-	tied := s.tied[:0]
-	for i := best; i < len(g.members); i++ {
-		m := g.members[i]
-		if r.ok(m) && m.state.inflight.Load()*bw == bc*r.milliWeight(m) {
-			tied = append(tied, i)
-		}
+	tied := buf[:]
+	if n > len(buf) {
+		best, n = scanLeast(g, r, s.tied[:cap(s.tied)])
+		tied = s.tied[:cap(s.tied)]
 	}
-	s.tied = tied
 	p := best
-	if len(tied) > 0 {
-		p = s.pass(g, r, tied)
+	if n >= 2 {
+		p = s.pass(g, r, tied[:n])
 	}
 	s.mu.Unlock()
 	if p < 0 {
@@ -75,17 +64,40 @@ func exactLeast(g *group, r *request) int {
 	return p
 }
 
+// scanLeast returns the first eligible member with the fewest requests in
+// flight per weight, and how many members tie with it (itself included),
+// noting their positions in tied as far as it holds them.
+func scanLeast(g *group, r *request, tied []int) (best, n int) {
+	simple, ramps := g.scanMode(r)
+	best = -1
+	var bc, bw int64
+	for i := range g.hot {
+		h := &g.hot[i]
+		c, w := h.state.inflight.Load(), h.milli
+		if !simple && !r.ok(g.members[i]) {
+			continue
+		}
+		if ramps {
+			w = r.milliWeight(g.members[i])
+		}
+		if best < 0 || c*bw < bc*w {
+			best, bc, bw, n = i, c, w, 0
+		} else if c*bw != bc*w {
+			continue
+		}
+		if n < len(tied) {
+			tied[n] = i
+		}
+		n++
+	}
+	return best, n
+}
+
 // twoLeast is the power of two choices: two distinct members drawn at random,
 // the one with fewer requests in flight per weight wins (the first drawn on a
 // tie). It returns -1 when neither is eligible, and the caller scans.
 func twoLeast(g *group, r *request) int {
-	n := uint64(len(g.members))
-	x := r.b.rand()
-	i := int((x & 0xffffffff) % n)
-	j := int((x >> 32) % (n - 1))
-	if j >= i {
-		j++
-	}
+	i, j := pair(r.b.rand(), len(g.members))
 	mi, mj := g.members[i], g.members[j]
 	oki, okj := r.ok(mi), r.ok(mj)
 	switch {
@@ -100,4 +112,16 @@ func twoLeast(g *group, r *request) int {
 		return j
 	}
 	return -1
+}
+
+// pair turns one random 64-bit value into two distinct positions below n
+// (n >= 2): the first from the low half, the second from the high half among
+// the n-1 others. The modulo bias is below n/2^32.
+func pair(x uint64, n int) (i, j int) {
+	i = int((x & 0xffffffff) % uint64(n))
+	j = int((x >> 32) % uint64(n-1))
+	if j >= i {
+		j++
+	}
+	return i, j
 }

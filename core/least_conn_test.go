@@ -326,34 +326,74 @@ func TestLeastConnConcurrent(t *testing.T) {
 	}
 }
 
-// benchLoaded returns a least_conn balancer over n backends; loaded sets
-// random in-flight counts (0-9, so a handful tie for the minimum), else all
-// are idle and tie.
-func benchLeastConn(b *testing.B, n int, two, loaded bool) *Balancer {
+// Loads for the least_conn benchmarks.
+const (
+	lcIdle     = iota // nothing in flight: every backend ties
+	lcLoaded          // 0-9 in flight at random, weights 1-3: a tenth tie at 0
+	lcDistinct        // distinct in-flight counts 1-n, weight 1: no tie (the scan alone)
+)
+
+// benchLeastConn returns a least_conn balancer over n backends under a load.
+func benchLeastConn(b *testing.B, n int, two bool, load int) *Balancer {
 	bs := make([]Backend, n)
 	for i := range bs {
 		bs[i] = Backend{Address: fmt.Sprintf("10.%d.%d.%d:80", i>>16, i>>8&255, i&255), Weight: 1 + i%3}
+		if load == lcDistinct {
+			bs[i].Weight = 1
+		}
 	}
 	lb := hcNew(b, Config{Strategy: LeastConn, Backends: bs, TwoChoices: two})
-	if loaded {
-		rng := rand.New(rand.NewSource(1))
-		for i := 0; i < n; i++ {
-			for k := rng.Intn(10); k > 0; k-- {
-				lb.Start(i)
-			}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < n; i++ {
+		k := 0
+		switch load {
+		case lcLoaded:
+			k = rng.Intn(10)
+		case lcDistinct:
+			k = (i*7919)%n + 1
+		}
+		for ; k > 0; k-- {
+			lb.Start(i)
 		}
 	}
 	return lb
 }
 
+// BenchmarkLeastConn measures least_conn's pick under three loads, and the
+// two-choices option, next to a plain O(n) rendering of nginx's algorithm
+// (one mutex, flat arrays) under the same load, for ratios from one run:
+//
+//	go test ./core -run '^$' -bench 'BenchmarkLeastConn$' -count 5
 func BenchmarkLeastConn(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("nginx_linear-scan/n=%d", n), func(b *testing.B) {
+			lb := benchLeastConn(b, n, false, lcDistinct)
+			weights, down := make([]int, n), make([]bool, n)
+			for i := range weights {
+				weights[i] = lb.Backend(i).Weight
+			}
+			ref := newNginxLC(weights, down)
+			for i := range ref.conns {
+				ref.conns[i] = int(lb.InFlight(i))
+			}
+			var mu sync.Mutex
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				mu.Lock()
+				ref.pick()
+				mu.Unlock()
+			}
+		})
+	}
 	for _, mode := range []struct {
-		name         string
-		two, loaded bool
-	}{{"exact-loaded", false, true}, {"exact-idle", false, false}, {"p2c-loaded", true, true}} {
+		name string
+		two  bool
+		load int
+	}{{"exact-scan", false, lcDistinct}, {"exact-loaded", false, lcLoaded}, {"exact-idle", false, lcIdle}, {"p2c-loaded", true, lcLoaded}} {
 		for _, n := range []int{10, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/n=%d", mode.name, n), func(b *testing.B) {
-				lb := benchLeastConn(b, n, mode.two, mode.loaded)
+				lb := benchLeastConn(b, n, mode.two, mode.load)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -371,7 +411,7 @@ func BenchmarkLeastConnParallel(b *testing.B) {
 			name = "p2c"
 		}
 		b.Run(name+"/n=1000", func(b *testing.B) {
-			lb := benchLeastConn(b, 1000, two, true)
+			lb := benchLeastConn(b, 1000, two, lcLoaded)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

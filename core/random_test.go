@@ -102,5 +102,3 @@ func TestRandomAllocs(t *testing.T) {
 		t.Fatalf("PickFunc allocates %v", a)
 	}
 }
-
-func BenchmarkRandom(b *testing.B) { benchStrategy(b, Random) }

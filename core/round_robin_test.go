@@ -68,5 +68,3 @@ func TestRoundRobinAllocs(t *testing.T) {
 		t.Fatalf("PickFunc allocates %v", a)
 	}
 }
-
-func BenchmarkRoundRobin(b *testing.B) { benchStrategy(b, RoundRobin) }

@@ -10,6 +10,7 @@ type smoothState struct {
 	mu        sync.Mutex
 	current   []int
 	effective []int
+	weight    []int // configured weights, flat for the pass
 	// low marks members whose effective weight is below their weight; each
 	// is counted once in g.unsteady until it has climbed back.
 	low []bool
@@ -24,9 +25,11 @@ func newSmoothState(g *group) *smoothState {
 		g:         g,
 		current:   make([]int, n),
 		effective: make([]int, n),
+		weight:    make([]int, n),
 		low:       make([]bool, n),
 	}
 	for i, m := range g.members {
+		s.weight[i] = m.weight
 		// A penalty that was still being worked off carries over an Update.
 		e := m.weight - int(m.state.deficit.Load())
 		if e < 0 {
@@ -54,17 +57,18 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 // pass is next with s.mu held.
 func (s *smoothState) pass(g *group, r *request, among []int) int {
 	best, total := -1, 0
+	simple, ramps := g.scanMode(r)
 	if among == nil {
 		for i, m := range g.members {
-			if r.ok(m) {
-				best, total = s.step(r, i, m, best, total)
+			if simple || r.ok(m) {
+				best, total = s.step(r, i, m, ramps, best, total)
 			}
 		}
 	} else {
 		for _, i := range among {
 			m := g.members[i]
-			if r.ok(m) {
-				best, total = s.step(r, i, m, best, total)
+			if simple || r.ok(m) {
+				best, total = s.step(r, i, m, ramps, best, total)
 			}
 		}
 	}
@@ -74,18 +78,20 @@ func (s *smoothState) pass(g *group, r *request, among []int) int {
 	return best
 }
 
-// step adds member i's effective weight (capped by its slow-start weight) to
-// its current weight and to total, lets the effective weight recover by one
+// step adds member i's effective weight (capped by its slow-start weight when
+// members ramp) to its current weight and to total, lets the effective weight recover by one
 // toward the configured weight, and keeps the better of i and best (ties go
 // to the earlier member, as in nginx).
-func (s *smoothState) step(r *request, i int, m *member, best, total int) (int, int) {
+func (s *smoothState) step(r *request, i int, m *member, ramps bool, best, total int) (int, int) {
 	e := s.effective[i]
-	if w := r.weight(m); e > w {
-		e = w
+	if ramps {
+		if w := r.weight(m); e > w {
+			e = w
+		}
 	}
 	s.current[i] += e
 	total += e
-	if s.effective[i] < m.weight {
+	if s.effective[i] < s.weight[i] {
 		s.effective[i]++
 		s.settle(i, m)
 	}

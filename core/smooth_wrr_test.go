@@ -1,9 +1,9 @@
 package core
 
 import (
-	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -349,33 +349,23 @@ func TestSmoothWRRAllocs(t *testing.T) {
 	}
 }
 
-// benchSizes and benchWeights give every benchmark the same backends:
-// weights 1..10 drawn with a fixed seed, a realistic period (about 5.5 n).
-var benchSizes = []int{10, 100, 1000}
+var sinkInt int
 
-func benchWeights(n int) []int {
-	return drawWeights(rand.New(rand.NewSource(int64(n))), n, 10)
+// BenchmarkCursor compares the cursor's fastmod reduction with a plain
+// 64-bit modulo of the same atomic counter.
+func BenchmarkCursor(b *testing.B) {
+	const size = 5503 // about the period of 1000 weights of 1..10
+	b.Run("fastmod", func(b *testing.B) {
+		c := newCursor(size, 0)
+		for i := 0; i < b.N; i++ {
+			sinkInt += c.take(1)
+		}
+	})
+	b.Run("modulo", func(b *testing.B) {
+		var n atomic.Uint64
+		d := uint64(size)
+		for i := 0; i < b.N; i++ {
+			sinkInt += int((n.Add(1) - 1) % d)
+		}
+	})
 }
-
-// benchStrategy measures Pick for one strategy, one goroutine and parallel.
-func benchStrategy(b *testing.B, strategy string) {
-	for _, n := range benchSizes {
-		bal := mustBalancer(b, Config{Strategy: strategy, Backends: testBackends(benchWeights(n), nil)})
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				bal.Pick("")
-			}
-		})
-		b.Run(fmt.Sprintf("n=%d/parallel", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					bal.Pick("")
-				}
-			})
-		})
-	}
-}
-
-func BenchmarkSmoothWRR(b *testing.B) { benchStrategy(b, SmoothWRR) }

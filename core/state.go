@@ -10,21 +10,26 @@ import (
 // member is one backend inside a balancer: its configuration, flattened for
 // the hot path, and its runtime state.
 type member struct {
+	// The fields every pick reads come first, in one cache line.
+	state  *backendState
+	weight int
+	// ramping is 1 while this member is counted in group.unsteady for a slow
+	// start; it lets the pick path skip the clock when nobody ramps.
+	ramping atomic.Int32
+	// plain is true when the member has none of down, max_conns, max_fails:
+	// then only the caller's filter can make it ineligible.
+	plain bool
+
 	index       int // position in Config.Backends
 	addr        string
-	weight      int
 	down        bool
 	maxConns    int
 	maxFails    int
 	failTimeout int64 // nanoseconds
 	slowStart   int64 // nanoseconds
-	state       *backendState
 
 	group *group // the group the member belongs to
 	pos   int    // position in group.members
-	// ramping is 1 while this member is counted in group.unsteady for a slow
-	// start; it lets the pick path skip the clock when nobody ramps.
-	ramping atomic.Int32
 }
 
 // backendState is the runtime state of one backend address. It is shared by
@@ -69,6 +74,7 @@ func newMember(index int, be Backend, b *Balancer, prev *Balancer) *member {
 	if m.failTimeout == 0 {
 		m.failTimeout = int64(DefaultFailTimeout)
 	}
+	m.plain = !m.down && m.maxConns == 0 && m.maxFails == 0
 	if prev != nil {
 		if j, ok := prev.byAddr[be.Address]; ok {
 			m.state = prev.members[j].state
@@ -186,17 +192,16 @@ func (m *member) startRamp(now int64) {
 // markRamp counts m in its group's unsteady members while it ramps.
 func (m *member) markRamp() {
 	if m.ramping.CompareAndSwap(0, 1) {
+		m.group.ramps.Add(1)
 		m.group.unsteady.Add(1)
 	}
 }
 
-// rampShare returns the fraction of its weight that member m has now: 1 when
-// it is not ramping, else 0.1 rising linearly to 1 over its slow start. It
-// reads the clock only while m ramps, and ends the ramp when it is over.
-func (r *request) rampShare(m *member) float64 {
-	if m.ramping.Load() == 0 {
-		return 1
-	}
+// rampWeight returns m's weight times scale as slow start has it now: 10%
+// rising linearly to 100% over the slow start, at least 1. It reads the
+// clock (only members that ramp come here), and ends the ramp when it is over.
+func (r *request) rampWeight(m *member, scale int64) int64 {
+	full := int64(m.weight) * scale
 	start := m.state.ramp.Load()
 	if start != 0 && m.slowStart > 0 {
 		el := r.now() - start
@@ -204,18 +209,23 @@ func (r *request) rampShare(m *member) float64 {
 			if el < 0 {
 				el = 0
 			}
-			return 0.1 + 0.9*float64(el)/float64(m.slowStart)
+			w := int64(float64(full) * (0.1 + 0.9*float64(el)/float64(m.slowStart)))
+			if w < 1 {
+				w = 1
+			}
+			return w
 		}
 		m.state.ramp.CompareAndSwap(start, 0)
 	}
 	if m.ramping.CompareAndSwap(1, 0) {
+		m.group.ramps.Add(-1)
 		m.group.unsteady.Add(-1)
 		if m.state.ramp.Load() != 0 {
 			// A new ramp began meanwhile (another recovery): count it again.
 			m.markRamp()
 		}
 	}
-	return 1
+	return full
 }
 
 // observe feeds one latency sample (ns) into fair's peak-EWMA estimate: a

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"hash/crc32"
 	"math"
 	"math/bits"
 	"strconv"
@@ -53,43 +52,58 @@ func fallback(g *group, r *request) int {
 	return g.smooth.next(g, r, nil)
 }
 
-// crcTable holds the IEEE CRC-32 tables for slicing by 8, so that keys of
-// any length are hashed from the string itself, without a []byte copy.
-var crcTable [8][256]uint32
+// crcPoly is the IEEE CRC-32 polynomial, bit-reversed (as hash/crc32.IEEE).
+const crcPoly = 0xedb88320
+
+// crcTable holds the IEEE CRC-32 tables for slicing by 8, table k at
+// [k*256:], so that keys of any length are hashed from the string itself,
+// without a []byte copy. (The lookup tables of this package are slices, not
+// arrays: yaegi copies an array value when it is indexed.)
+var crcTable = make([]uint32, 8*256)
 
 // rehashCRC[t] is the CRC-32 register after nginx's rehash prefix: the
 // decimal digits of t (plain hash's try t > 0 hashes "t" + key).
-var rehashCRC [hashTries + 1]uint32
+var rehashCRC = make([]uint32, hashTries+1)
 
 func init() {
+	// The table is computed here rather than copied from hash/crc32: yaegi
+	// misreads the element type of crc32.IEEETable.
 	for i := 0; i < 256; i++ {
-		// Explicit dereference: yaegi cannot index a compiled *[256]uint32 directly.
-		crcTable[0][i] = (*crc32.IEEETable)[i]
+		c := uint32(i)
+		for k := 0; k < 8; k++ {
+			if c&1 == 1 {
+				c = c>>1 ^ crcPoly
+			} else {
+				c >>= 1
+			}
+		}
+		crcTable[i] = c
 	}
 	for i := 0; i < 256; i++ {
-		c := crcTable[0][i]
-		for j := 1; j < 8; j++ {
-			c = crcTable[0][c&0xff] ^ c>>8
-			crcTable[j][i] = c
+		c := crcTable[i]
+		for k := 1; k < 8; k++ {
+			c = crcTable[c&0xff] ^ c>>8
+			crcTable[k<<8|i] = c
 		}
 	}
+	rehashCRC[0] = 0xffffffff
 	for t := 1; t <= hashTries; t++ {
 		rehashCRC[t] = crcUpdate(0xffffffff, strconv.Itoa(t))
 	}
-	rehashCRC[0] = 0xffffffff
 }
 
 // crcUpdate feeds s into the CRC-32 (IEEE) register crc. A checksum starts
 // from 0xffffffff and ends with ^crc, as nginx's ngx_crc32_init/final do.
 func crcUpdate(crc uint32, s string) uint32 {
+	t := crcTable[:8*256]
 	for len(s) >= 8 {
 		crc ^= uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
-		crc = crcTable[0][s[7]] ^ crcTable[1][s[6]] ^ crcTable[2][s[5]] ^ crcTable[3][s[4]] ^
-			crcTable[4][crc>>24] ^ crcTable[5][crc>>16&0xff] ^ crcTable[6][crc>>8&0xff] ^ crcTable[7][crc&0xff]
+		crc = t[0<<8|int(s[7])] ^ t[1<<8|int(s[6])] ^ t[2<<8|int(s[5])] ^ t[3<<8|int(s[4])] ^
+			t[4<<8|int(crc>>24)] ^ t[5<<8|int(crc>>16&0xff)] ^ t[6<<8|int(crc>>8&0xff)] ^ t[7<<8|int(crc&0xff)]
 		s = s[8:]
 	}
 	for i := 0; i < len(s); i++ {
-		crc = crcTable[0][byte(crc)^s[i]] ^ crc>>8
+		crc = t[byte(crc)^s[i]] ^ crc>>8
 	}
 	return crc
 }
@@ -97,7 +111,7 @@ func crcUpdate(crc uint32, s string) uint32 {
 // crcUpdate32 feeds the 4 bytes of v, little-endian, into the register crc.
 func crcUpdate32(crc, v uint32) uint32 {
 	for i := 0; i < 4; i++ {
-		crc = crcTable[0][byte(crc)^byte(v)] ^ crc>>8
+		crc = crcTable[byte(crc)^byte(v)] ^ crc>>8
 		v >>= 8
 	}
 	return crc

@@ -513,6 +513,36 @@ func TestHashConfigErrors(t *testing.T) {
 	}
 }
 
+// Picks from many goroutines at once give what one goroutine gets (run it
+// under -race: the tables are read-only once built).
+func TestHashConcurrentPicks(t *testing.T) {
+	keys := testKeys(2000)
+	for _, c := range fuzzHashModes {
+		b := mustNew(t, Config{Strategy: c.strategy, HashMode: c.mode, Backends: numbered(30)})
+		want := make([]int, len(keys))
+		for i, k := range keys {
+			want[i], _ = b.Pick(k)
+		}
+		errs := make(chan string, 8)
+		for w := 0; w < 8; w++ {
+			go func() {
+				for i, k := range keys {
+					if got, err := b.Pick(k); err != nil || got != want[i] {
+						errs <- fmt.Sprintf("%s %s key %q: %d %v, want %d", c.strategy, c.mode, k, got, err, want[i])
+						return
+					}
+				}
+				errs <- ""
+			}()
+		}
+		for w := 0; w < 8; w++ {
+			if e := <-errs; e != "" {
+				t.Error(e)
+			}
+		}
+	}
+}
+
 func TestURLHashPicksAllocateNothing(t *testing.T) {
 	key := "0123456789abcdef0123456789abcdef"
 	for _, c := range []struct{ strategy, mode string }{
@@ -531,5 +561,79 @@ func TestURLHashPicksAllocateNothing(t *testing.T) {
 		}); n != 0 {
 			t.Errorf("%s %s: %v allocations per pick", c.strategy, c.mode, n)
 		}
+	}
+}
+
+// benchKeys returns 4096 distinct keys of 32 bytes, so that lookups touch
+// the tables as real traffic does rather than one cached entry.
+func benchKeys() []string {
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/api/v1/items/%08x/details.js", uint32(i)*2654435761)[:32]
+	}
+	return keys
+}
+
+// benchIPs returns 4096 distinct IPv4 and 4096 distinct IPv6 client addresses.
+func benchIPs() (v4, v6 []string) {
+	v4, v6 = make([]string, 4096), make([]string, 4096)
+	for i := range v4 {
+		v4[i] = fmt.Sprintf("198.%d.%d.%d", 18+i>>10, i>>2&0xff, 1+i*37%254)
+		v6[i] = fmt.Sprintf("2001:db8:85a3:%x::8a2e:370:%x", i, uint16(i*40503))
+	}
+	return v4, v6
+}
+
+// BenchmarkHashPick measures one pick, key hashing included, for each hash
+// strategy at n = 10, 100 and 1000 equal backends, on one goroutine and in
+// parallel: url_hash with 32-byte keys, ip_hash with IPv4 and IPv6 clients.
+func BenchmarkHashPick(b *testing.B) {
+	keys := benchKeys()
+	v4, v6 := benchIPs()
+	for _, c := range []struct{ name, strategy, mode string }{
+		{"ip_hash", IPHash, ""},
+		{"ip_hash_v6", IPHash, ""},
+		{"modulo", URLHash, HashModulo},
+		{"ketama", URLHash, HashKetama},
+		{"maglev", URLHash, HashMaglev},
+		{"bounded", URLHash, HashBounded},
+	} {
+		ks := keys
+		switch c.name {
+		case "ip_hash":
+			ks = v4
+		case "ip_hash_v6":
+			ks = v6
+		}
+		for _, n := range []int{10, 100, 1000} {
+			bal := mustNew(b, Config{Strategy: c.strategy, HashMode: c.mode, Backends: numbered(n)})
+			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					bal.Pick(ks[i&4095])
+				}
+			})
+			b.Run(fmt.Sprintf("%s/n=%d/parallel", c.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for i := 0; pb.Next(); i++ {
+						bal.Pick(ks[i&4095])
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkHashBuild measures building the tables for 1000 equal backends.
+func BenchmarkHashBuild(b *testing.B) {
+	bs := numbered(1000)
+	for _, mode := range []string{HashMaglev, HashKetama} {
+		b.Run(mode+"/n=1000", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				mustNew(b, Config{Strategy: URLHash, HashMode: mode, Backends: bs})
+			}
+		})
 	}
 }

@@ -68,5 +68,3 @@ func TestWeightedRandomAllocs(t *testing.T) {
 		t.Fatalf("PickFunc allocates %v", a)
 	}
 }
-
-func BenchmarkWeightedRandom(b *testing.B) { benchStrategy(b, WeightedRandom) }

@@ -381,3 +381,19 @@ func prefix(s string) (netip.Prefix, error) {
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
+
+// tracked reports whether the balancer needs every request's Start and
+// Done: strategies that count requests in flight or measure latency,
+// max_conns, and max_fails (whose recovery needs the successes).
+func (s *settings) tracked() bool {
+	c := s.balancer
+	if c.Strategy == core.LeastConn || c.Strategy == core.Fair || c.HashMode == core.HashBounded {
+		return true
+	}
+	for _, b := range c.Backends {
+		if b.MaxConns > 0 || b.MaxFails > 0 {
+			return true
+		}
+	}
+	return false
+}

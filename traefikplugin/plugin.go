@@ -33,6 +33,8 @@ type Plugin struct {
 	bal      atomic.Value // *core.Balancer; replaced when active health changes
 	proxies  []http.Handler
 	tr       *http.Transport
+	track    bool       // Start and Done on every request (the balancer uses them)
+	timed    bool       // Done needs the request's latency (fair)
 	mu       sync.Mutex // serialises health changes
 	unhealth []bool     // by server, under mu
 }
@@ -67,6 +69,8 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		name:     name,
 		s:        s,
 		tr:       newTransport(s),
+		track:    s.tracked(),
+		timed:    s.balancer.Strategy == core.Fair,
 		unhealth: make([]bool, len(s.targets)),
 	}
 	p.bal.Store(b)
@@ -110,32 +114,26 @@ func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.
 }
 
 // newProxy builds server target's reverse proxy. It is a function of its
-// own so that each proxy's closures capture their own target (yaegi shares
+// own so that each proxy's closure captures its own target (yaegi shares
 // loop variables between closures).
+//
+// The director is the standard library's (compiled, so it costs the
+// interpreter nothing): it joins the target's path, keeps the client's Host,
+// and the proxy appends the peer to X-Forwarded-For. Traefik's entry point
+// has already set X-Forwarded-Proto, -Host, -Port and X-Real-Ip on the
+// request, and they pass through.
 func (p *Plugin) newProxy(target *url.URL) http.Handler {
-	passHost := p.s.passHost
-	return &httputil.ReverseProxy{
-		Transport: p.tr,
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			// Keep the chain of proxies before us, then add our peer.
-			if prior := pr.In.Header["X-Forwarded-For"]; len(prior) > 0 {
-				pr.Out.Header["X-Forwarded-For"] = prior
-			}
-			pr.SetXForwarded()
-			// Traefik's entry point has set these from the original request.
-			if v := pr.In.Header.Get("X-Forwarded-Host"); v != "" {
-				pr.Out.Header.Set("X-Forwarded-Host", v)
-			}
-			if v := pr.In.Header.Get("X-Forwarded-Proto"); v != "" {
-				pr.Out.Header.Set("X-Forwarded-Proto", v)
-			}
-			if passHost {
-				pr.Out.Host = pr.In.Host
-			}
-		},
-		ErrorHandler: proxyError,
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = p.tr
+	rp.ErrorHandler = proxyError
+	if !p.s.passHost {
+		direct := rp.Director
+		rp.Director = func(r *http.Request) {
+			direct(r)
+			r.Host = "" // the target's host:port, from the URL
+		}
 	}
+	return rp
 }
 
 // proxyError hands a transport error to the request's attempt instead of
@@ -148,8 +146,9 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	w.WriteHeader(http.StatusBadGateway)
 }
 
-// ServeHTTP picks a server and proxies the request to it, moving on to
-// other servers after connection errors and timeouts as nginx does.
+// ServeHTTP picks a server and proxies the request to it. The common case,
+// one successful try, is kept to a few calls: the interpreter charges
+// for each.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := p.bal.Load().(*core.Balancer)
 	key := ""
@@ -163,36 +162,87 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a := &attempt{}
 	req := r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-	var body []byte
-	retries := p.s.retries
-	if retries > 0 && r.Body != nil && r.Body != http.NoBody {
-		if body, err = p.bufferBody(req); err != nil {
-			retries = 0 // too large to replay, or unreadable: one try only
-		}
+	if p.s.retries > 0 && r.Body != nil && r.Body != http.NoBody {
+		p.serveBody(w, req, b, key, i, a)
+		return
 	}
-	for try := 0; ; try++ {
-		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		start := time.Now()
-		b.Start(i)
+	if !p.try(w, req, b, i, a) {
+		p.retry(w, req, b, key, i, a, nil)
+	}
+}
+
+// try proxies the request to server i once and reports whether it got an
+// answer; a transport error is left in a.err.
+func (p *Plugin) try(w http.ResponseWriter, req *http.Request, b *core.Balancer, i int, a *attempt) bool {
+	if !p.track {
 		p.proxies[i].ServeHTTP(w, req)
-		failed := a.err != nil && r.Context().Err() == nil
-		b.Done(i, time.Since(start), failed)
 		if a.err == nil {
-			return
+			return true
 		}
-		if !failed || try >= retries || !retryable(r.Method, a.err) {
+		b.Start(i) // the failure still counts toward maxFails
+		b.Done(i, 0, req.Context().Err() == nil)
+		return false
+	}
+	var start time.Time
+	if p.timed {
+		start = time.Now()
+	}
+	b.Start(i)
+	// Deferred: the reverse proxy aborts a response that breaks off midway
+	// with a panic (http.ErrAbortHandler), and the request must still end.
+	defer p.done(b, i, start, a, req)
+	p.proxies[i].ServeHTTP(w, req)
+	return a.err == nil
+}
+
+// done reports the end of a try to the balancer. A request the client gave
+// up on says nothing about the server.
+func (p *Plugin) done(b *core.Balancer, i int, start time.Time, a *attempt, req *http.Request) {
+	var took time.Duration
+	if p.timed {
+		took = time.Since(start)
+	}
+	b.Done(i, took, a.err != nil && req.Context().Err() == nil)
+}
+
+// serveBody proxies a request that has a body: kept in memory, up to the
+// limit, so that a retry can send it again.
+func (p *Plugin) serveBody(w http.ResponseWriter, req *http.Request, b *core.Balancer, key string, i int, a *attempt) {
+	body, err := p.bufferBody(req)
+	if err != nil {
+		p.try(w, req, b, i, a) // too large to replay, or unreadable: one try
+		if a.err != nil {
+			badGateway(w, a.err)
+		}
+		return
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if !p.try(w, req, b, i, a) {
+		p.retry(w, req, b, key, i, a, body)
+	}
+}
+
+// retry follows nginx's proxy_next_upstream after server i failed: other
+// servers, each at most once, up to the configured number of retries.
+func (p *Plugin) retry(w http.ResponseWriter, req *http.Request, b *core.Balancer, key string, i int, a *attempt, body []byte) {
+	a.tried = make([]bool, b.Len())
+	for n := 0; ; n++ {
+		if n >= p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
 			badGateway(w, a.err)
 			return
 		}
-		if a.tried == nil {
-			a.tried = make([]bool, b.Len())
-		}
 		a.tried[i] = true
+		next, err := b.PickFunc(key, a.untried)
+		if err != nil {
+			badGateway(w, a.err)
+			return
+		}
+		i = next
 		a.err = nil
-		if i, err = b.PickFunc(key, a.untried); err != nil {
-			badGateway(w, nil)
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if p.try(w, req, b, i, a) {
 			return
 		}
 	}

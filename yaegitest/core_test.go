@@ -229,8 +229,7 @@ func BenchmarkPick(b *testing.B) {
 				b.Fatalf("%s: %s", v, err)
 			}
 			b.Run(strings.ReplaceAll(v.String(), "/", "_")+"/"+mode, func(b *testing.B) {
-				b.ReportAllocs()
-				pick(b.N)
+				benchCPU(b, func(n int) { pick(n) })
 			})
 		}
 	}

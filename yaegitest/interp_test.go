@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/traefik/yaegi/interp"
@@ -88,4 +89,25 @@ func eval(tb testing.TB, i *interp.Interpreter, src string) any {
 		tb.Fatalf("yaegi: %s: no value", src)
 	}
 	return v.Interface()
+}
+
+// cpuNanos is the CPU time this process has used, user and system.
+func cpuNanos() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// benchCPU runs body(b.N) and reports, besides wall time, the process's CPU
+// time per operation: on a machine shared with other work the wall time
+// includes waiting for a core, the CPU time does not.
+func benchCPU(b *testing.B, body func(n int)) {
+	b.ReportAllocs()
+	start := cpuNanos()
+	b.ResetTimer()
+	body(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
 }

@@ -71,6 +71,13 @@ http://127.0.0.1:%d {
 `, adminAddr, port, proxy)
 }
 
+// load loads a config and drops the client's idle connections, which the
+// previous config's server may be closing.
+func load(tc *caddytest.Tester, cfg string) {
+	tc.InitServer(cfg, "caddyfile")
+	tc.Client.CloseIdleConnections()
+}
+
 // get fetches url and returns status and body.
 func get(t *testing.T, tc *caddytest.Tester, url string, header ...string) (int, string) {
 	t.Helper()
@@ -81,9 +88,17 @@ func get(t *testing.T, tc *caddytest.Tester, url string, header ...string) (int,
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	res, err := tc.Client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	// A config reload can close a connection just accepted by the old
+	// server; a GET is idempotent, so try again (a bounded number of times).
+	var res *http.Response
+	for try := 1; ; try++ {
+		if res, err = tc.Client.Do(req); err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
@@ -117,7 +132,7 @@ func TestWeightedSequencesOverHTTP(t *testing.T) {
 	tc := caddytest.NewTester(t)
 	for _, tt := range tests {
 		port := freePort(t)
-		tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy %s\n\t}", a.addr(), b.addr(), c.addr(), tt.policy)), "caddyfile")
+		load(tc, caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy %s\n\t}", a.addr(), b.addr(), c.addr(), tt.policy)))
 		if got := sequence(t, tc, port, 10); got != tt.want {
 			t.Errorf("lb_policy %s: got %s, want %s", tt.policy, got, tt.want)
 		}
@@ -129,12 +144,13 @@ func TestAdminStateAndMetrics(t *testing.T) {
 	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 0), newBackend(t, "c", 0)
 	tc := caddytest.NewTester(t)
 	port := freePort(t)
-	tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy smooth_wrr 5 3 2\n\t}", a.addr(), b.addr(), c.addr())), "caddyfile")
+	load(tc, caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy smooth_wrr 5 3 2\n\t}", a.addr(), b.addr(), c.addr())))
 	sequence(t, tc, port, 20)
 
 	_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
 	var state struct {
 		Policies []struct {
+			ID        string
 			Policy    string
 			Upstreams []struct {
 				Address   string
@@ -162,21 +178,11 @@ func TestAdminStateAndMetrics(t *testing.T) {
 
 	_, metrics := get(t, tc, "http://"+adminAddr+"/metrics")
 	for addr, w := range want {
-		line := fmt.Sprintf(`caddy_lbpack_picks_total{policy="%s",upstream="%s"} %d`, policyID(state), addr, w[1])
+		line := fmt.Sprintf(`caddy_lbpack_picks_total{policy="%s",upstream="%s"} %d`, state.Policies[0].ID, addr, w[1])
 		if !strings.Contains(metrics, line) {
 			t.Errorf("metrics lack %q", line)
 		}
 	}
-}
-
-func policyID(state any) string {
-	b, _ := json.Marshal(state)
-	var s struct{ Policies []struct{ ID string } }
-	json.Unmarshal(b, &s)
-	if len(s.Policies) == 0 {
-		return ""
-	}
-	return s.Policies[0].ID
 }
 
 // url_hash keeps every key on its upstream across a config reload, and when
@@ -202,7 +208,7 @@ func TestURLHashStickyAcrossReload(t *testing.T) {
 		return m
 	}
 
-	tc.InitServer(caddyfile(port, strings.Join([]string{a.addr(), b.addr(), c.addr()}, " ")+" "+policy), "caddyfile")
+	load(tc, caddyfile(port, strings.Join([]string{a.addr(), b.addr(), c.addr()}, " ")+" "+policy))
 	before := mapping()
 	counts := map[string]int{}
 	for _, name := range before {
@@ -216,13 +222,13 @@ func TestURLHashStickyAcrossReload(t *testing.T) {
 	}
 
 	// Reload with the upstreams listed in another order.
-	tc.InitServer(caddyfile(port, strings.Join([]string{c.addr(), a.addr(), b.addr()}, " ")+" "+policy), "caddyfile")
+	load(tc, caddyfile(port, strings.Join([]string{c.addr(), a.addr(), b.addr()}, " ")+" "+policy))
 	if after := mapping(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("reload moved keys:\nbefore %v\nafter  %v", before, after)
 	}
 
 	// Reload without c: c's users move, nobody else does.
-	tc.InitServer(caddyfile(port, strings.Join([]string{a.addr(), b.addr()}, " ")+" "+policy), "caddyfile")
+	load(tc, caddyfile(port, strings.Join([]string{a.addr(), b.addr()}, " ")+" "+policy))
 	for u, now := range mapping() {
 		if was := before[u]; was != "c" && now != was {
 			t.Errorf("%s moved from %s to %s though %s stayed", u, was, now, was)
@@ -235,14 +241,15 @@ func TestFairAvoidsSlowBackend(t *testing.T) {
 	a, b, c := newBackend(t, "a", 0), newBackend(t, "b", 150*time.Millisecond), newBackend(t, "c", 0)
 	tc := caddytest.NewTester(t)
 	port := freePort(t)
-	tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy fair\n\t}", a.addr(), b.addr(), c.addr())), "caddyfile")
+	load(tc, caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy fair\n\t}", a.addr(), b.addr(), c.addr())))
 	counts := map[string]int{}
 	for _, name := range strings.Fields(sequence(t, tc, port, 60)) {
 		counts[name]++
 	}
-	// Round robin would give b 20 of 60.
-	if counts["b"] > 6 || counts["a"] < 20 || counts["c"] < 20 {
-		t.Errorf("fair with b 150ms slower: %v; want b at most 6 of 60", counts)
+	// Round robin would give b 20 of 60; a and c, equally fast, share the
+	// rest by their noisy sub-millisecond estimates, neither starved.
+	if counts["b"] > 6 || counts["a"] < 5 || counts["c"] < 5 {
+		t.Errorf("fair with b 150ms slower: %v; want b at most 6 of 60, a and c at least 5 each", counts)
 	}
 }
 
@@ -261,7 +268,7 @@ func TestAllUpstreamsDown(t *testing.T) {
 	tc := caddytest.NewTester(t)
 	port := freePort(t)
 	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "fair", "weighted_least_conn", "nginx_ip_hash"} {
-		tc.InitServer(caddyfile(port, fmt.Sprintf("%s %s {\n\t\tlb_policy %s\n\t\tfail_duration 30s\n\t\tmax_fails 1\n\t}", dead(), dead(), policy)), "caddyfile")
+		load(tc, caddyfile(port, fmt.Sprintf("%s %s {\n\t\tlb_policy %s\n\t\tfail_duration 30s\n\t\tmax_fails 1\n\t}", dead(), dead(), policy)))
 		var codes []string
 		for i := 0; i < 3; i++ {
 			code, _ := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port))

@@ -247,3 +247,32 @@ func TestPickKeysInteractive(t *testing.T) {
 		t.Fatal("pick did not end after its input ended")
 	}
 }
+
+// --stagger starts the schedule at a point of its period chosen by the
+// random source: the picks are a rotation of the unstaggered period.
+func TestPickStagger(t *testing.T) {
+	period := strings.Fields("a b c a a b a c b a")
+	starts := map[int]bool{}
+	for seed := range 8 {
+		code, stdout, stderr := lbsim(t, "", "pick", "--strategy", "smooth_wrr", "--stagger", "--seed", fmt.Sprint(seed),
+			"--backends", "127.0.0.1:8081=5,127.0.0.1:8082=3,127.0.0.1:8083=2")
+		if code != 0 {
+			t.Fatalf("exit status %d: %s", code, stderr)
+		}
+		found := -1
+		for s := range period {
+			rotated := append(append([]string{}, period[s:]...), period[:s]...)
+			if stdout == lines(strings.Join(rotated, " ")) {
+				found = s
+				break
+			}
+		}
+		if found < 0 {
+			t.Fatalf("seed %d: %q is no rotation of %v", seed, stdout, period)
+		}
+		starts[found] = true
+	}
+	if len(starts) < 2 {
+		t.Errorf("8 seeds all started at the same point %v", starts)
+	}
+}

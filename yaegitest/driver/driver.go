@@ -220,7 +220,8 @@ func Picker(strategy, mode, opts, backends string) (func(n int) int, string) {
 	if err != nil {
 		return nil, "driver: " + err.Error()
 	}
-	cfg.Now = nil // the real clock, as in production
+	cfg.Now = nil // the real clock and random source, as in production
+	cfg.Rand = nil
 	b, err := core.New(cfg)
 	if err != nil {
 		return nil, err.Error()

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# End-to-end comparison on loopback: local backends, then Caddy (with lbpack's
+# policies and with its built-ins), nginx and HAProxy in front of them, each
+# measured with wrk for a bounded time at 3 and 100 backends. Writes
+# docs/e2e.md. Every process it starts, it stops.
+#
+#   bench/e2e.sh                 # 5 s per run (about 4 minutes in all)
+#   DURATION=3s bench/e2e.sh     # shorter runs
+#
+# Needs: go, wrk, nginx, haproxy (Debian: apt-get install -y wrk nginx haproxy).
+# Caddy is built by the repository's xcaddy.sh when it exists, otherwise from
+# bench/cmd/caddy (the same modules, pinned by bench/go.mod).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+DURATION="${DURATION:-5s}"
+CONNS="${CONNS:-32}"
+out="$root/docs/e2e.md"
+
+for tool in go wrk nginx haproxy; do
+	command -v "$tool" >/dev/null || { echo "e2e: $tool not found" >&2; exit 1; }
+done
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# stop PID: stop one process this script started, and forget it.
+stop() {
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	local keep=()
+	for p in "${pids[@]}"; do [ "$p" != "$1" ] && keep+=("$p"); done
+	pids=("${keep[@]}")
+}
+
+# wait_port PORT: wait up to 20 s for a listener on 127.0.0.1:PORT.
+wait_port() {
+	for _ in $(seq 1 200); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "e2e: nothing listens on 127.0.0.1:$1" >&2
+	return 1
+}
+
+echo "== building backends and Caddy"
+(cd "$here" && go build -o "$work/backend" ./cmd/backend)
+caddy_from="bench/cmd/caddy (no xcaddy.sh in the repository)"
+if [ -x "$root/xcaddy.sh" ] && (cd "$root" && ./xcaddy.sh build >"$work/xcaddy.log" 2>&1) && [ -x "$root/caddy" ]; then
+	cp "$root/caddy" "$work/caddy"
+	caddy_from="xcaddy.sh"
+else
+	[ -x "$root/xcaddy.sh" ] && { echo "e2e: xcaddy.sh build failed, using bench/cmd/caddy:" >&2; tail -5 "$work/xcaddy.log" >&2; caddy_from="bench/cmd/caddy (xcaddy.sh build failed)"; }
+	(cd "$here" && go build -o "$work/caddy" ./cmd/caddy)
+fi
+caddy_version="$("$work/caddy" version | awk '{print $1}')"
+
+cat >"$work/keys.lua" <<'EOF'
+-- Every request asks for a different URI, so hash policies spread the load.
+local n = 0
+request = function()
+	n = n + 1
+	return wrk.format("GET", "/k/" .. ((n * 7919) % 100003))
+end
+EOF
+
+# weight I N: backend I's weight (1-based): 5,3,2 for three backends, else 1..5 repeating.
+weight() {
+	if [ "$2" -eq 3 ]; then
+		case "$1" in 1) echo 5 ;; 2) echo 3 ;; 3) echo 2 ;; esac
+	else
+		echo $(( ($1 - 1) % 5 + 1 ))
+	fi
+}
+
+# Ports: BASE is the backends' counts endpoint, BASE+1.. the backends,
+# BASE-900.. nginx, BASE-800.. HAProxy, BASE-700.. Caddy.
+BASE="${BASE:-27000}"
+BACKEND_PORT=$((BASE + 1))
+CONTROL="127.0.0.1:$BASE"
+NGINX_PORT=$((BASE - 900))
+HAPROXY_PORT=$((BASE - 800))
+CADDY_PORT=$((BASE - 700))
+for p in $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 99))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) \
+	$(seq "$HAPROXY_PORT" $((HAPROXY_PORT + 2))) $(seq "$CADDY_PORT" $((CADDY_PORT + 9))); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		echo "e2e: port $p is in use; set BASE to move every port" >&2
+		exit 1
+	fi
+done
+results="$work/results.tsv" # n, proxy, policy, req/s, p50, p99, shares
+: >"$results"
+
+# measure N PROXY POLICY PORT: one wrk run; records requests/s, latency and
+# the backends' shares.
+measure() {
+	local n="$1" proxy="$2" policy="$3" port="$4"
+	curl -fsS "http://$CONTROL/counts" >/dev/null
+	curl -fsS -o /dev/null "http://127.0.0.1:$port/warmup" || { echo "e2e: $proxy $policy does not answer" >&2; return 1; }
+	wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$work/keys.lua" "http://127.0.0.1:$port" >"$work/wrk.out" 2>&1 || true
+	local rps p50 p99 non2xx shares
+	rps="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$work/wrk.out")"
+	p50="$(awk '$1 == "50%" {print $2}' "$work/wrk.out")"
+	p99="$(awk '$1 == "99%" {print $2}' "$work/wrk.out")"
+	non2xx="$(awk '/Non-2xx/ {print $NF}' "$work/wrk.out")"
+	shares="$(curl -fsS "http://$CONTROL/counts" | awk -v n="$n" '
+		{ c[NR] = $2; t += $2 }
+		END {
+			if (t == 0) { print "-"; exit }
+			if (n <= 3) { for (i = 1; i <= n; i++) printf "%s%.1f", (i > 1 ? " / " : ""), 100 * c[i] / t; exit }
+			max = 0; min = -1; used = 0
+			for (i = 1; i <= n; i++) { if (c[i] > max) max = c[i]; if (min < 0 || c[i] < min) min = c[i]; if (c[i] > 0) used++ }
+			printf "%d of %d used, max %.2f%%", used, n, 100 * max / t
+		}')"
+	[ -n "$non2xx" ] && shares="$shares; non-2xx: $non2xx"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$proxy" "$policy" "${rps:-0}" "${p50:--}" "${p99:--}" "$shares" >>"$results"
+	printf '  %-8s %-28s %8s req/s  p99 %-8s %s\n' "$proxy" "$policy" "${rps:-0}" "${p99:--}" "$shares"
+}
+
+"$work/backend" -n 100 -port "$BACKEND_PORT" -control "$CONTROL" &
+pids+=($!)
+wait_port "$BASE"
+wait_port $((BACKEND_PORT + 99))
+
+for n in 3 100; do
+	echo "== $n backends"
+	servers=()
+	weights=()
+	for i in $(seq 1 "$n"); do
+		servers+=("127.0.0.1:$((BACKEND_PORT + i - 1))")
+		weights+=("$(weight "$i" "$n")")
+	done
+
+	measure "$n" direct "one backend, no proxy" "$BACKEND_PORT"
+
+	# nginx: smooth weighted round robin (its default), least_conn, hash consistent.
+	conf="$work/nginx-$n.conf"
+	{
+		echo "daemon off; worker_processes auto; pid $work/nginx.pid; error_log $work/nginx-error.log;"
+		echo "events { worker_connections 4096; }"
+		echo "http { access_log off;"
+		echo "  client_body_temp_path $work/nb; proxy_temp_path $work/np; fastcgi_temp_path $work/nf; uwsgi_temp_path $work/nu; scgi_temp_path $work/ns;"
+		for pol in rr least_conn hash; do
+			echo "  upstream $pol {"
+			case "$pol" in least_conn) echo "    least_conn;" ;; hash) echo "    hash \$request_uri consistent;" ;; esac
+			for i in $(seq 0 $((n - 1))); do echo "    server ${servers[$i]} weight=${weights[$i]};"; done
+			echo "    keepalive 64;"
+			echo "  }"
+		done
+		port=$NGINX_PORT
+		for pol in rr least_conn hash; do
+			echo "  server { listen 127.0.0.1:$port; location / { proxy_pass http://$pol; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+			port=$((port + 1))
+		done
+		echo "}"
+	} >"$conf"
+	nginx -c "$conf" -e "$work/nginx-error.log" &
+	pids+=($!)
+	wait_port $((NGINX_PORT + 2))
+	measure "$n" nginx "weighted (smooth)" "$NGINX_PORT"
+	measure "$n" nginx "least_conn" $((NGINX_PORT + 1))
+	measure "$n" nginx "hash \$request_uri consistent" $((NGINX_PORT + 2))
+	stop "${pids[-1]}"
+
+	# HAProxy: roundrobin, leastconn, uri with consistent hashing.
+	conf="$work/haproxy-$n.cfg"
+	{
+		printf 'global\n  maxconn 8192\n\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  http-reuse always\n\n'
+		port=$HAPROXY_PORT
+		for pol in roundrobin leastconn uri; do
+			printf 'frontend f_%s\n  bind 127.0.0.1:%d\n  default_backend b_%s\n\n' "$pol" "$port" "$pol"
+			printf 'backend b_%s\n  balance %s\n' "$pol" "$pol"
+			[ "$pol" = uri ] && printf '  hash-type consistent\n'
+			for i in $(seq 0 $((n - 1))); do printf '  server s%d %s weight %d\n' "$i" "${servers[$i]}" "${weights[$i]}"; done
+			printf '\n'
+			port=$((port + 1))
+		done
+	} >"$conf"
+	haproxy -db -f "$conf" >"$work/haproxy.log" 2>&1 &
+	pids+=($!)
+	wait_port $((HAPROXY_PORT + 2))
+	measure "$n" HAProxy "roundrobin (weighted)" "$HAPROXY_PORT"
+	measure "$n" HAProxy "leastconn" $((HAPROXY_PORT + 1))
+	measure "$n" HAProxy "uri, hash-type consistent" $((HAPROXY_PORT + 2))
+	stop "${pids[-1]}"
+
+	# Caddy: one site per policy, built-ins and lbpack's.
+	conf="$work/Caddyfile-$n"
+	policies=(
+		"weighted_round_robin ${weights[*]}"
+		"round_robin"
+		"least_conn"
+		"uri_hash"
+		"smooth_wrr ${weights[*]}"
+		"gcd_wrr ${weights[*]}"
+		"weighted_least_conn ${weights[*]}"
+		"fair ${weights[*]}"
+		"url_hash"
+		$'url_hash {\n      mode maglev\n    }'
+	)
+	{
+		printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
+		port=$CADDY_PORT
+		for pol in "${policies[@]}"; do
+			printf 'http://127.0.0.1:%d {\n  bind 127.0.0.1\n  reverse_proxy %s {\n    lb_policy %s\n  }\n}\n' "$port" "${servers[*]}" "$pol"
+			port=$((port + 1))
+		done
+	} >"$conf"
+	XDG_DATA_HOME="$work/xdg" XDG_CONFIG_HOME="$work/xdg" "$work/caddy" run --config "$conf" --adapter caddyfile >"$work/caddy.log" 2>&1 &
+	pids+=($!)
+	wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
+	port=$CADDY_PORT
+	for pol in "${policies[@]}"; do
+		name="${pol%% *}"
+		case "$pol" in *maglev*) name="url_hash maglev" ;; url_hash) name="url_hash (ketama)" ;; esac
+		case "$name" in
+		weighted_round_robin | round_robin | least_conn | uri_hash) proxy="Caddy" ;;
+		*) proxy="Caddy+lbpack" ;;
+		esac
+		measure "$n" "$proxy" "$name" "$port"
+		port=$((port + 1))
+	done
+	stop "${pids[-1]}"
+done
+
+{
+	echo "# End to end on loopback"
+	echo
+	echo "Generated by \`bench/e2e.sh\` on $(date -u +%Y-%m-%d): $(nproc) CPUs shared by wrk, the proxy and the backends,"
+	echo "so absolute figures are low and drift between runs; compare rows of one run."
+	echo "wrk -t1 -c$CONNS -d$DURATION, every request a different URI (so hash policies spread);"
+	echo "backends are one Go process answering 5 bytes per request on 127.0.0.1 ports $BACKEND_PORT and up;"
+	echo "weights 5,3,2 for three backends, 1..5 repeating for 100."
+	echo "Proxies: $caddy_version built by $caddy_from; $(nginx -v 2>&1 | sed 's/.*: //') (worker_processes auto, upstream keepalive 64);"
+	echo "$(haproxy -v | head -1 | awk '{print "HAProxy " $3}') (default threads, http-reuse always)."
+	echo "Shares are each backend's fraction of the requests, a / b / c for three backends (ideal 50 / 30 / 20 for weighted policies);"
+	echo "for 100 backends, how many got requests and the largest share (ideal for weights 1..5: 1.67%)."
+	echo
+	echo "| backends | proxy | policy | requests/s | p50 | p99 | shares |"
+	echo "|---:|---|---|---:|---:|---:|---|"
+	awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$results"
+} >"$out"
+echo "== wrote $out"

@@ -1,0 +1,297 @@
+package traefikplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+func withServers(c *Config, urls ...string) *Config {
+	for _, u := range urls {
+		c.Servers = append(c.Servers, Server{URL: u})
+	}
+	return c
+}
+
+func TestParseDefaults(t *testing.T) {
+	s, err := parse(withServers(CreateConfig(), "http://10.0.0.1", "https://[::1]/api", "http://b.example:8080"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.balancer
+	if c.Strategy != core.SmoothWRR || s.keyKind != keyNone {
+		t.Errorf("strategy %q key %d", c.Strategy, s.keyKind)
+	}
+	var addrs []string
+	for _, b := range c.Backends {
+		addrs = append(addrs, b.Address)
+		if b.Weight != 1 || b.MaxFails != 1 || b.FailTimeout != 10*time.Second {
+			t.Errorf("%s: weight %d maxFails %d failTimeout %v", b.Address, b.Weight, b.MaxFails, b.FailTimeout)
+		}
+	}
+	if got := strings.Join(addrs, " "); got != "10.0.0.1:80 [::1]:443 b.example:8080" {
+		t.Errorf("addresses %q", got)
+	}
+	if s.retries != 2 || !s.passHost || s.maxRetryBody != 1<<20 || s.healthPath != "" {
+		t.Errorf("retries %d passHost %v maxRetryBody %d health %q", s.retries, s.passHost, s.maxRetryBody, s.healthPath)
+	}
+	if s.connectTimeout != 10*time.Second || s.responseTimeout != 60*time.Second {
+		t.Errorf("timeouts %v %v", s.connectTimeout, s.responseTimeout)
+	}
+}
+
+func TestParseRetries(t *testing.T) {
+	for _, c := range []struct{ retries, servers, want int }{
+		{-1, 1, 0}, {-1, 4, 3}, {0, 4, 0}, {2, 4, 2}, {9, 4, 3},
+	} {
+		cfg := CreateConfig()
+		cfg.Retries = c.retries
+		for k := 0; k < c.servers; k++ {
+			cfg.Servers = append(cfg.Servers, Server{URL: fmt.Sprintf("http://10.0.0.%d", k+1)})
+		}
+		s, err := parse(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.retries != c.want {
+			t.Errorf("retries %d over %d servers: %d further tries, want %d", c.retries, c.servers, s.retries, c.want)
+		}
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	for _, c := range []struct {
+		strategy, key string
+		kind          int
+		name          string
+	}{
+		{core.URLHash, "", keyURI, ""},
+		{core.URLHash, "uri", keyURI, ""},
+		{core.URLHash, "path", keyPath, ""},
+		{core.URLHash, "clientip", keyClientIP, ""},
+		{core.URLHash, "header:x-user-id", keyHeader, "X-User-Id"},
+		{core.URLHash, "cookie:sid", keyCookie, "sid"},
+		{core.URLHash, "query:id", keyQuery, "id"},
+		{core.IPHash, "", keyClientIP, ""},
+		{core.IPHash, "clientip", keyClientIP, ""},
+		{core.RoundRobin, "", keyNone, ""},
+	} {
+		cfg := withServers(CreateConfig(), "http://10.0.0.1")
+		cfg.Strategy, cfg.HashKey = c.strategy, c.key
+		s, err := parse(cfg)
+		if err != nil {
+			t.Errorf("%s %q: %v", c.strategy, c.key, err)
+			continue
+		}
+		if s.keyKind != c.kind || s.keyName != c.name {
+			t.Errorf("%s %q: kind %d name %q, want %d %q", c.strategy, c.key, s.keyKind, s.keyName, c.kind, c.name)
+		}
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Servers = nil }, "servers: empty list"},
+		{func(c *Config) { c.Strategy = "fastest" }, `strategy "fastest"`},
+		{func(c *Config) { c.Servers[0].URL = "10.0.0.1:80" }, `servers[0].url "10.0.0.1:80"`},
+		{func(c *Config) { c.Servers[1].URL = "http://a.example?x=1" }, `servers[1].url "http://a.example?x=1"`},
+		{func(c *Config) { c.Servers[1].URL = "http://user:pw@a.example" }, `servers[1].url`},
+		{func(c *Config) { c.Servers[1].URL = "http://10.0.0.1:80" }, "same host and port as servers[0]"},
+		{func(c *Config) { c.Servers[1].Weight = -4 }, "servers[1].weight -4"},
+		{func(c *Config) { c.Servers[0].MaxConns = -1 }, "servers[0].maxConns -1"},
+		{func(c *Config) { c.MaxFails = -2 }, "maxFails -2"},
+		{func(c *Config) { c.Retries = -3 }, "retries -3"},
+		{func(c *Config) { c.MaxRetryBody = -1 }, "maxRetryBody -1"},
+		{func(c *Config) { c.FailTimeout = "10" }, `failTimeout "10"`},
+		{func(c *Config) { c.FailTimeout = "-1s" }, `failTimeout "-1s"`},
+		{func(c *Config) { c.SlowStart = "1 minute" }, `slowStart "1 minute"`},
+		{func(c *Config) { c.DecayTime = "x" }, `decayTime "x"`},
+		{func(c *Config) { c.ConnectTimeout = "" }, `connectTimeout ""`},
+		{func(c *Config) { c.ResponseTimeout = "0s" }, `responseTimeout "0s"`},
+		{func(c *Config) { c.HealthCheck.Path = "ping" }, `healthCheck.path "ping"`},
+		{func(c *Config) { c.HealthCheck = HealthCheck{Path: "/ping", Interval: "soon", Timeout: "1s"} }, `healthCheck.interval "soon"`},
+		{func(c *Config) { c.HealthCheck = HealthCheck{Path: "/ping", Interval: "1s"} }, `healthCheck.timeout ""`},
+		{func(c *Config) { c.TrustedIPs = []string{"10.0.0.1", "10.0.0"} }, `trustedIPs[1] "10.0.0"`},
+		{func(c *Config) { c.HashKey = "uri" }, `hashKey "uri"`},
+		{func(c *Config) { c.Strategy, c.HashKey = core.URLHash, "cookie" }, `hashKey "cookie"`},
+		{func(c *Config) { c.Strategy, c.HashKey = core.URLHash, "path:x" }, `hashKey "path:x"`},
+		{func(c *Config) { c.Strategy, c.HashKey = core.IPHash, "path" }, `hashKey "path"`},
+		{func(c *Config) { c.HashMode = core.HashMaglev }, `hash_mode "maglev"`},
+		{func(c *Config) { c.Strategy, c.HashMode = core.URLHash, "rendezvous" }, `"rendezvous"`},
+		{func(c *Config) { c.Strategy, c.Servers[1].Backup = core.IPHash, true }, "backup"},
+		{func(c *Config) { c.Stagger = true; c.Strategy = core.Random }, "stagger"},
+	} {
+		cfg := withServers(CreateConfig(), "http://10.0.0.1", "http://10.0.0.2")
+		c.edit(cfg)
+		_, err := New(context.Background(), nil, cfg, "lb")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `lbpack middleware "lb": `) {
+			t.Errorf("error %v, want one naming the middleware and containing %q", err, c.want)
+		}
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	cfg := withServers(CreateConfig(), "http://10.0.0.1")
+	cfg.TrustedIPs = []string{"10.0.0.0/8", " 192.0.2.1", "2001:db8::/32"}
+	s, err := parse(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusting := &Plugin{s: s}
+	plain := &Plugin{s: &settings{}}
+	for _, c := range []struct {
+		p           *Plugin
+		remote, xff string
+		want        string
+	}{
+		{plain, "192.0.2.1:80", "203.0.113.1", "192.0.2.1"},
+		{plain, "[2001:db8::5]:80", "", "2001:db8::5"},
+		{plain, "bare-host", "", "bare-host"},
+		{trusting, "203.0.113.50:80", "198.51.100.1", "203.0.113.50"},
+		{trusting, "192.0.2.1:80", "198.51.100.1", "198.51.100.1"},
+		{trusting, "192.0.2.1:80", "1.1.1.1, 198.51.100.1, 10.2.3.4", "198.51.100.1"},
+		{trusting, "10.0.0.9:80", "10.1.1.1, 10.2.2.2", "10.1.1.1"},
+		{trusting, "10.0.0.9:80", "", "10.0.0.9"},
+		{trusting, "10.0.0.9:80", "junk", "10.0.0.9"},
+		{trusting, "10.0.0.9:80", "198.51.100.1, junk, 10.1.1.1", "10.1.1.1"},
+		{trusting, "[::ffff:10.0.0.9]:80", "198.51.100.7", "198.51.100.7"},
+		{trusting, "[2001:db8::1]:80", "2001:db9::1", "2001:db9::1"},
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = c.remote
+		if c.xff != "" {
+			req.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := c.p.clientIP(req); got != c.want {
+			t.Errorf("remote %s xff %q: %q, want %q", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+func TestKey(t *testing.T) {
+	req := httptest.NewRequest("GET", "/a/b%20c?id=7&x=1", nil)
+	req.RemoteAddr = "198.51.100.3:999"
+	req.Header.Set("X-Tenant", "acme")
+	req.AddCookie(&http.Cookie{Name: "sid", Value: "s-42"})
+	for _, c := range []struct {
+		kind       int
+		name, want string
+	}{
+		{keyURI, "", "/a/b%20c?id=7&x=1"},
+		{keyPath, "", "/a/b c"},
+		{keyClientIP, "", "198.51.100.3"},
+		{keyHeader, "X-Tenant", "acme"},
+		{keyHeader, "X-Missing", ""},
+		{keyCookie, "sid", "s-42"},
+		{keyCookie, "nope", ""},
+		{keyQuery, "id", "7"},
+	} {
+		p := &Plugin{s: &settings{keyKind: c.kind, keyName: c.name}}
+		if got := p.key(req); got != c.want {
+			t.Errorf("kind %d %q: key %q, want %q", c.kind, c.name, got, c.want)
+		}
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset")}
+	for _, c := range []struct {
+		method string
+		err    error
+		want   bool
+	}{
+		{"GET", read, true},
+		{"PUT", io.ErrUnexpectedEOF, true},
+		{"DELETE", read, true},
+		{"POST", dial, true},
+		{"POST", fmt.Errorf("proxy: %w", dial), true},
+		{"POST", read, false},
+		{"PATCH", io.EOF, false},
+		{"LOCK", read, false},
+	} {
+		if got := retryable(c.method, c.err); got != c.want {
+			t.Errorf("%s after %v: retryable %v, want %v", c.method, c.err, got, c.want)
+		}
+	}
+}
+
+// TestServeCompiled runs the plugin compiled, with a retry past a refusing
+// server and the 503 when every server is down.
+func TestServeCompiled(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := withServers(CreateConfig(), dead, srv.URL)
+	cfg.Strategy = core.RoundRobin
+	h, err := New(ctx, nil, cfg, "lb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 4; k++ {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/", strings.NewReader(fmt.Sprint("body", k))))
+		if rec.Code != 200 {
+			t.Fatalf("request %d: %d", k, rec.Code)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, ",") != "body0,body1,body2,body3" {
+		t.Errorf("server got %q", got)
+	}
+	cfg = withServers(CreateConfig(), dead)
+	cfg.Servers[0].Down = true
+	cfg.Servers = append(cfg.Servers, Server{URL: srv.URL, Down: true})
+	if h, err = New(ctx, nil, cfg, "lb"); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("all down: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// The configuration a Traefik user writes in YAML, built in Go.
+func ExampleNew() {
+	cfg := CreateConfig()
+	cfg.Strategy = "url_hash"
+	cfg.HashKey = "header:X-Tenant"
+	cfg.Servers = []Server{{URL: "http://10.0.0.1:8080", Weight: 2}, {URL: "http://10.0.0.2:8080"}}
+	_, err := New(context.Background(), nil, cfg, "tenants")
+	fmt.Println(err)
+	cfg.HashKey = "body"
+	_, err = New(context.Background(), nil, cfg, "tenants")
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// lbpack middleware "tenants": hashKey "body": want uri, path, clientip, header:NAME, cookie:NAME or query:NAME
+}
