@@ -17,11 +17,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// palette holds distinct colours for up to eight series.
+// palette holds distinct colours for up to ten series.
 var palette = []color.Color{
 	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
 	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
-	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x17, 0xbe, 0xcf, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff},
+	color.RGBA{0xbc, 0xbd, 0x22, 0xff},
 }
 
 // saveTiles renders plots on a grid into one SVG file.
@@ -98,7 +99,7 @@ func ChartSmooth(path string) error {
 			if err != nil {
 				return err
 			}
-			sc.GlyphStyle.Color = plotutil.Color(b)
+			sc.GlyphStyle.Color = palette[b]
 			sc.GlyphStyle.Shape = draw.CircleGlyph{}
 			sc.GlyphStyle.Radius = vg.Points(4)
 			top.Add(sc)
@@ -106,7 +107,7 @@ func ChartSmooth(path string) error {
 			if err != nil {
 				return err
 			}
-			ln.Color = plotutil.Color(b)
+			ln.Color = palette[b]
 			ln.Width = vg.Points(1.5)
 			bottom.Add(ln)
 			bottom.Legend.Add(letter(b), ln)
@@ -276,7 +277,7 @@ func ChartCost(path string, rows []SelRow, sizes []int) error {
 		if err != nil {
 			return err
 		}
-		ln.Color, pts.Color = plotutil.Color(k), plotutil.Color(k)
+		ln.Color, pts.Color = palette[k%len(palette)], palette[k%len(palette)]
 		ln.Dashes = plotutil.Dashes(k)
 		pts.Shape = plotutil.Shape(k)
 		ln.Width = vg.Points(1.5)

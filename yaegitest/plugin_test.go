@@ -608,13 +608,35 @@ func TestManifestTestData(t *testing.T) {
 // every server's proxy for a handler, leaving the plugin's own work.
 const stubSource = `package traefikplugin
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/lbpack/lbpack/core"
+)
 
 func StubProxies(h http.Handler, stub http.Handler) {
 	p := h.(*Plugin)
 	for k := range p.proxies {
 		p.proxies[k] = stub
 	}
+}
+
+// Parts returns loops over the balancer calls a request makes: the pick,
+// and the Start and Done around the proxying.
+func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
+	b := h.(*Plugin).bal.Load().(*core.Balancer)
+	pick = func(n int) {
+		for k := 0; k < n; k++ {
+			b.Pick("")
+		}
+	}
+	startDone = func(n int) {
+		for k := 0; k < n; k++ {
+			b.Start(3)
+			b.Done(3, 0, false)
+		}
+	}
+	return pick, startDone
 }
 `
 
@@ -625,16 +647,14 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
-// BenchmarkPluginServeHTTP measures the interpreted plugin's own work per
+// BenchmarkPluginServeHTTP measures the interpreted plugin's work per
 // request at 10 servers with proxying stubbed out: key, pick, Start/Done,
-// the attempt bookkeeping.
+// the attempt bookkeeping. For smooth_wrr it also measures the balancer's
+// share alone: the pick, and Start with Done.
 func BenchmarkPluginServeHTTP(b *testing.B) {
 	l := loadPlugin(b, map[string]string{"zz_stub.go": stubSource})
-	stubV, err := l.i.Eval("traefikplugin.StubProxies")
-	if err != nil {
-		b.Fatal(err)
-	}
-	stubProxies := stubV.Interface().(func(http.Handler, http.Handler))
+	stubProxies := eval(b, l.i, "traefikplugin.StubProxies").(func(http.Handler, http.Handler))
+	parts := eval(b, l.i, "traefikplugin.Parts").(func(http.Handler) (func(int), func(int)))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	var sb strings.Builder
 	sb.WriteString("servers:\n")
@@ -644,6 +664,7 @@ func BenchmarkPluginServeHTTP(b *testing.B) {
 	servers := sb.String()
 	req := httptest.NewRequest("GET", "/some/path?id=42", nil)
 	req.RemoteAddr = "192.0.2.10:5555"
+	req.Header.Set("X-User", "user-1234")
 	w := &discard{h: http.Header{}}
 	for _, c := range []struct{ name, doc string }{
 		{"smooth_wrr", "strategy: smooth_wrr\n"},
@@ -666,6 +687,11 @@ func BenchmarkPluginServeHTTP(b *testing.B) {
 				}
 			})
 		})
+		if c.name == "smooth_wrr" {
+			pick, startDone := parts(h)
+			b.Run(c.name+"/pick_only", func(b *testing.B) { benchCPU(b, pick) })
+			b.Run(c.name+"/start_done_only", func(b *testing.B) { benchCPU(b, startDone) })
+		}
 		cancel()
 	}
 }
