@@ -2,12 +2,13 @@
 # Builds Caddy with lbpack's selection policies plugged in from this
 # checkout, using a pinned xcaddy and a pinned Caddy.
 #
-#   ./xcaddy.sh build                              leaves ./caddy
-#   ./xcaddy.sh run --config Caddyfile.example     builds, then runs ./caddy run ...
-#   ./xcaddy.sh <caddy subcommand> [args...]       builds, then runs ./caddy with them
+#   ./xcaddy.sh build                              builds ./caddy
+#   ./xcaddy.sh run --config Caddyfile.example     runs ./caddy run ..., building it first
+#   ./xcaddy.sh <caddy subcommand> [args...]       runs ./caddy with them, building it first
 #
-# Needs Go and the Go module proxy (or a warm module cache). Set
-# LBPACK_SKIP_BUILD=1 to reuse an existing ./caddy.
+# Commands other than build rebuild ./caddy only when it is missing or older
+# than the Go sources it is built from. Needs Go and the Go module proxy (or a
+# warm module cache); a build takes minutes.
 set -euo pipefail
 
 XCADDY_VERSION=v0.4.5
@@ -35,12 +36,20 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
+# stale reports whether ./caddy is missing or older than a source it uses.
+stale() {
+  [ ! -x ./caddy ] ||
+    [ -n "$(find go.mod go.sum core caddyplugin internal -newer ./caddy \( -name '*.go' -o -name 'go.*' \) ! -name '*_test.go' -print -quit 2>/dev/null)" ]
+}
+
 cmd=$1
 shift
-if [ "${LBPACK_SKIP_BUILD:-0}" != 1 ] || [ ! -x ./caddy ]; then
-  build
-fi
 case "$cmd" in
-  build) ;;
-  *) exec ./caddy "$cmd" "$@" ;;
+  build) build ;;
+  *)
+    if stale; then
+      build
+    fi
+    exec ./caddy "$cmd" "$@"
+    ;;
 esac

@@ -2,7 +2,8 @@
 # End-to-end smoke test: build Caddy with lbpack through xcaddy.sh, run the
 # demo Caddyfile.example, and check that ten requests to / follow nginx's
 # smooth weighted round robin for weights 5, 3, 2. Every wait is bounded, and
-# the Caddy started here is always stopped.
+# the Caddy started here is always stopped. LBPACK_SKIP_BUILD=1 reuses an
+# existing ./caddy (when iterating on this script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

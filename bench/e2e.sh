@@ -206,8 +206,8 @@ for n in 3 100; do
 		"gcd_wrr ${weights[*]}"
 		"weighted_least_conn ${weights[*]}"
 		"fair ${weights[*]}"
-		"url_hash"
-		$'url_hash {\n      mode maglev\n    }'
+		"url_hash ${weights[*]}"
+		"url_hash ${weights[*]} {"$'\n      mode maglev\n    }'
 	)
 	{
 		printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
@@ -223,7 +223,7 @@ for n in 3 100; do
 	port=$CADDY_PORT
 	for pol in "${policies[@]}"; do
 		name="${pol%% *}"
-		case "$pol" in *maglev*) name="url_hash maglev" ;; url_hash) name="url_hash (ketama)" ;; esac
+		case "$pol" in *maglev*) name="url_hash maglev" ;; url_hash*) name="url_hash (ketama)" ;; esac
 		case "$name" in
 		weighted_round_robin | round_robin | least_conn | uri_hash) proxy="Caddy" ;;
 		*) proxy="Caddy+lbpack" ;;
@@ -242,10 +242,11 @@ done
 	echo "wrk -t1 -c$CONNS -d$DURATION, every request a different URI (so hash policies spread);"
 	echo "backends are one Go process answering 5 bytes per request on 127.0.0.1 ports $BACKEND_PORT and up;"
 	echo "weights 5,3,2 for three backends, 1..5 repeating for 100."
-	echo "Proxies: $caddy_version built by $caddy_from; $(nginx -v 2>&1 | sed 's/.*: //') (worker_processes auto, upstream keepalive 64);"
+	echo "Proxies: Caddy $caddy_version built by $caddy_from; $(nginx -v 2>&1 | sed 's/.*: //') (worker_processes auto, upstream keepalive 64);"
 	echo "$(haproxy -v | head -1 | awk '{print "HAProxy " $3}') (default threads, http-reuse always)."
 	echo "Shares are each backend's fraction of the requests, a / b / c for three backends (ideal 50 / 30 / 20 for weighted policies);"
 	echo "for 100 backends, how many got requests and the largest share (ideal for weights 1..5: 1.67%)."
+	echo "Caddy's built-in round_robin, least_conn and uri_hash take no weights, so their ideal is an even split."
 	echo
 	echo "| backends | proxy | policy | requests/s | p50 | p99 | shares |"
 	echo "|---:|---|---|---:|---:|---:|---|"

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 )
@@ -163,6 +164,47 @@ type HashQuality struct {
 	Leave, Join map[int]float64
 	// Memory is the heap the built picker retains, in bytes, by n.
 	Memory map[int]uint64
+	// HotLoad is max/mean requests in flight per backend when SkewRequests
+	// requests with Zipf-distributed keys are in flight at once over
+	// SkewBackends backends: how well a scheme copes with hot keys.
+	HotLoad float64
+}
+
+// The hot-key experiment's parameters.
+const (
+	SkewBackends = 10
+	SkewRequests = 1000
+	skewKeys     = 10000
+	skewS        = 1.1 // Zipf exponent: a few keys carry much of the traffic
+)
+
+// hotLoad starts SkewRequests requests with Zipf-distributed keys and none
+// finishing, and returns the busiest backend's in-flight count over the mean.
+// lbpack's balancers are told each start, so the bounded mode can cap load.
+func hotLoad(s Subject, keys []string) (float64, error) {
+	p, err := s.Build(Addrs(SkewBackends), weightsFor(Hashed, SkewBackends))
+	if err != nil {
+		return 0, err
+	}
+	z := rand.NewZipf(rand.New(rand.NewPCG(7, 7)), skewS, 1, uint64(len(keys)-1))
+	load := make([]int, SkewBackends)
+	for r := 0; r < SkewRequests; r++ {
+		i := p.PickKey(keys[z.Uint64()])
+		if i < 0 {
+			return 0, fmt.Errorf("%s: hot key not mapped", s.Name)
+		}
+		if lb, ok := p.(*lbpackPicker); ok {
+			lb.b.Start(i)
+		}
+		load[i]++
+	}
+	most := 0
+	for _, l := range load {
+		if l > most {
+			most = l
+		}
+	}
+	return float64(most) / (float64(SkewRequests) / SkewBackends), nil
 }
 
 // Quality sizes: balance and disruption at these n, memory at MemSizes.
@@ -232,9 +274,11 @@ func RunHashQuality(subjects []Subject, count int) ([]HashQuality, error) {
 			keys = ips
 		}
 		q := HashQuality{Subject: s, Balance: map[int]float64{}, Leave: map[int]float64{}, Join: map[int]float64{}, Memory: map[int]uint64{}}
+		var err error
 		for _, n := range QualitySizes {
 			addrs := Addrs(n + 1)
-			base, err := mapKeys(s, addrs[:n], keys)
+			var base []string
+			base, err = mapKeys(s, addrs[:n], keys)
 			if err != nil {
 				return nil, err
 			}
@@ -259,6 +303,13 @@ func RunHashQuality(subjects []Subject, count int) ([]HashQuality, error) {
 				return nil, err
 			}
 			q.Join[n] = moved(base, joined)
+		}
+		hot := urls[:skewKeys]
+		if s.IPKeys {
+			hot = ips[:skewKeys]
+		}
+		if q.HotLoad, err = hotLoad(s, hot); err != nil {
+			return nil, err
 		}
 		for _, n := range MemSizes {
 			addrs, w := Addrs(n), weightsFor(Hashed, n)
@@ -313,7 +364,10 @@ func WriteQuality(w io.Writer, smooth []SmoothRow, hash []HashQuality, cmd strin
 	fmt.Fprintf(w, "with this many keys a perfectly uniform random mapping shows about 1.01 at n=10 and 1.07 at n=100 from sampling alone. ")
 	fmt.Fprintf(w, "\"leave\" is the fraction of keys that move when the last backend is removed (ideal 1/n; the last, because jump hash can only remove the last bucket), ")
 	fmt.Fprintf(w, "\"join\" when one is added (ideal 1/(n+1)). Memory is the heap the built picker retains (Caddy's row is its UpstreamPool, which Caddy holds anyway: its policy keeps no table). ")
-	fmt.Fprintf(w, "The bounded mode has nothing in flight here, so it maps like its ring; its load bound shows in [the simulation](simulation.md).\n\n")
+	fmt.Fprintf(w, "\"hot keys\" is the busiest backend's requests in flight over the mean when %d requests whose keys follow a Zipf law (s = %.1f over %d keys) are in flight at once on %d backends: ", SkewRequests, skewS, skewKeys, SkewBackends)
+	fmt.Fprintf(w, "a hot key lands wholly on one backend, except in the bounded mode, which is told of every start and caps each backend at ceil(1.25 × mean). ")
+	fmt.Fprintf(w, "Everywhere else the bounded mode has nothing in flight and maps like its ring. ")
+	fmt.Fprintf(w, "The libraries run as they ship: stathat/consistent with its 20 replicas per node, serialx/hashring built with `New(nodes)`, which gives each node one ring point per unit of weight (so one point here).\n\n")
 	fmt.Fprintf(w, "| subject |")
 	for _, n := range QualitySizes {
 		fmt.Fprintf(w, " max/mean n=%d |", n)
@@ -327,8 +381,9 @@ func WriteQuality(w io.Writer, smooth []SmoothRow, hash []HashQuality, cmd strin
 	for _, n := range MemSizes {
 		fmt.Fprintf(w, " memory n=%d |", n)
 	}
+	fmt.Fprintf(w, " hot keys n=%d |", SkewBackends)
 	fmt.Fprintf(w, "\n|---|")
-	for i := 0; i < 3*len(QualitySizes)+len(MemSizes); i++ {
+	for i := 0; i < 3*len(QualitySizes)+len(MemSizes)+1; i++ {
 		fmt.Fprintf(w, "---:|")
 	}
 	fmt.Fprintln(w)
@@ -346,7 +401,7 @@ func WriteQuality(w io.Writer, smooth []SmoothRow, hash []HashQuality, cmd strin
 		for _, n := range MemSizes {
 			fmt.Fprintf(w, " %s |", fmtBytes(q.Memory[n]))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %.2f |\n", q.HotLoad)
 	}
 	fmt.Fprintln(w)
 }

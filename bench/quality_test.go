@@ -131,6 +131,16 @@ func TestHashQualityTable(t *testing.T) {
 	if q, ok := names["lbpack url_hash modulo"]; ok && q.Leave[10] < 0.5 {
 		t.Errorf("modulo n=10 moved only %.2f%% of keys on leave", 100*q.Leave[10])
 	}
+	// Hot keys: the bounded mode keeps every backend within ceil(1.25 × mean)
+	// in flight; a plain ring does not.
+	if q, ok := names["lbpack url_hash bounded"]; ok {
+		if q.HotLoad > 1.26 {
+			t.Errorf("bounded: hot-key load %.2f × mean, want at most 1.26", q.HotLoad)
+		}
+		if k := names["lbpack url_hash ketama"]; k.HotLoad <= q.HotLoad {
+			t.Errorf("ketama's hot-key load %.2f not above bounded's %.2f", k.HotLoad, q.HotLoad)
+		}
+	}
 	if q := names["dgryski/go-jump"]; q.Memory[1000] != 0 {
 		t.Errorf("jump hash retains %d bytes; it has no state", q.Memory[1000])
 	}

@@ -289,7 +289,9 @@ func buildStathat(addrs []string, _ []int) (Picker, error) {
 }
 
 func buildSerialx(addrs []string, _ []int) (Picker, error) {
-	r := hashring.New(addrs) // md5, 40 points per node, as the package ships
+	// As the package ships: md5, and one ring point per node per unit of
+	// weight, so with equal weights one point per node.
+	r := hashring.New(addrs)
 	return &namePicker{index: indexOf(addrs), get: func(key string) string {
 		s, _ := r.GetNode(key)
 		return s

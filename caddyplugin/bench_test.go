@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
@@ -29,7 +30,9 @@ func benchRequests() []*http.Request {
 		r := request("/item/"+strconv.Itoa(i*7919), nil)
 		r.RequestURI = r.URL.RequestURI()
 		r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).Set("http.request.uri", r.RequestURI)
-		r.RemoteAddr = "10.9." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + ":5555"
+		ip := "10.9." + strconv.Itoa(i/4) + "." + strconv.Itoa(i%4+1)
+		caddyhttp.SetVar(r.Context(), caddyhttp.ClientIPVarKey, ip)
+		r.RemoteAddr = ip + ":5555"
 		rs[i] = r
 	}
 	return rs
@@ -37,7 +40,9 @@ func benchRequests() []*http.Request {
 
 // BenchmarkSelect compares lbpack's Select with Caddy's built-in policies
 // over the same static pools in one run. The ratios to report are
-// caddy_weighted_round_robin / smooth_wrr and caddy_uri_hash / url_hash.
+// caddy_weighted_round_robin / smooth_wrr, caddy_uri_hash / url_hash_*,
+// caddy_client_ip_hash / nginx_ip_hash and caddy_least_conn /
+// weighted_least_conn.
 func BenchmarkSelect(b *testing.B) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
@@ -56,6 +61,7 @@ func BenchmarkSelect(b *testing.B) {
 			{"caddy_weighted_round_robin", caddyWRR},
 			{"caddy_least_conn", reverseproxy.LeastConnSelection{}},
 			{"caddy_uri_hash", reverseproxy.URIHashSelection{}},
+			{"caddy_client_ip_hash", reverseproxy.ClientIPHashSelection{}},
 			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}},
 			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}},
 			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}},

@@ -321,14 +321,35 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		}
 		p.logger.Debug("balancer built", zap.String("policy", p.id), zap.Strings("upstreams", dials))
 	}
-	if len(p.sets) >= maxPoolSets {
+	full := len(p.sets) >= maxPoolSets
+	if full {
 		for k := range p.sets {
 			delete(p.sets, k) // any one: flapping sets rebuild cheaply
 			break
 		}
 	}
 	p.sets[key] = e
+	if full {
+		p.pruneStats()
+	}
 	return e
+}
+
+// pruneStats forgets the counters of addresses that no cached set has any
+// more, so that dynamic upstreams churning through addresses do not grow the
+// map without bound. p.mu must be held.
+func (p *policy) pruneStats() {
+	keep := make(map[*upstreamStats]bool, len(p.stats))
+	for _, e := range p.sets {
+		for _, st := range e.stats {
+			keep[st] = true
+		}
+	}
+	for addr, st := range p.stats {
+		if !keep[st] {
+			delete(p.stats, addr)
+		}
+	}
 }
 
 // current returns the balancer and upstreams of the latest snapshot, for

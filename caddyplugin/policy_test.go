@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -423,4 +424,32 @@ func TestLeastConnAttemptsPair(t *testing.T) {
 		cancelRequest(r)
 	}
 	waitIdle(t, &m.p)
+}
+
+// Dynamic upstreams churning through addresses: the policy keeps at most
+// maxPoolSets balancers and forgets the counters of addresses gone from all
+// of them, while an address that stays keeps its counter.
+func TestSelectChurnIsBounded(t *testing.T) {
+	m := &SmoothWRR{}
+	provision(t, m, &health{})
+	picksOfA := int64(0)
+	for i := 0; i < 3*maxPoolSets; i++ {
+		other := "10.2." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + ":80"
+		u := m.Select(pool(abc[0], other), request("/", nil), nil)
+		if u == nil {
+			t.Fatalf("set %d: nil pick", i)
+		}
+		if u.Dial == abc[0] {
+			picksOfA++
+		}
+	}
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	if len(m.p.sets) > maxPoolSets || len(m.p.stats) > maxPoolSets+1 {
+		t.Errorf("after %d sets: %d balancers, %d counters; want at most %d and %d",
+			3*maxPoolSets, len(m.p.sets), len(m.p.stats), maxPoolSets, maxPoolSets+1)
+	}
+	if got := m.p.stats[abc[0]].picks.Load(); got != picksOfA || picksOfA == 0 {
+		t.Errorf("a's counter %d, a picked %d times", got, picksOfA)
+	}
 }

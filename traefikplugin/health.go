@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/lbpack/lbpack/core"
@@ -21,6 +21,7 @@ func (p *Plugin) startHealthChecks(ctx context.Context) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	for i, t := range p.s.targets {
+		p.checks.Add(1)
 		go p.watch(ctx, client, i, healthURL(t, p.s.healthPath))
 	}
 }
@@ -42,6 +43,7 @@ func trimSlash(s string) string {
 
 // watch checks server i every interval, starting at once, until ctx ends.
 func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target string) {
+	defer p.checks.Done()
 	tick := time.NewTicker(p.s.healthInterval)
 	defer tick.Stop()
 	for {
@@ -94,13 +96,14 @@ func (p *Plugin) setHealth(i int, healthy bool) {
 	b, err := old.Update(backends)
 	if err != nil {
 		// Cannot happen: only Down changed, and New accepted the rest.
-		fmt.Fprintf(os.Stderr, "lbpack middleware %q: health update: %v\n", p.name, err)
+		log.Printf("lbpack middleware %q: health update: %v", p.name, err)
 		return
 	}
 	p.bal.Store(b)
-	state := "up"
-	if !healthy {
-		state = "down"
+	// Under Traefik, fmt's output is its debug log and log's its error log.
+	if healthy {
+		fmt.Printf("lbpack middleware %q: server %s is up\n", p.name, p.s.targets[i].Redacted())
+	} else {
+		log.Printf("lbpack middleware %q: server %s is down", p.name, p.s.targets[i].Redacted())
 	}
-	fmt.Fprintf(os.Stdout, "lbpack middleware %q: server %s is %s\n", p.name, p.s.targets[i].Redacted(), state)
 }

@@ -33,10 +33,11 @@ type Plugin struct {
 	bal      atomic.Value // *core.Balancer; replaced when active health changes
 	proxies  []http.Handler
 	tr       *http.Transport
-	track    bool       // Start and Done on every request (the balancer uses them)
-	timed    bool       // Done needs the request's latency (fair)
-	mu       sync.Mutex // serialises health changes
-	unhealth []bool     // by server, under mu
+	track    bool           // Start and Done on every request (the balancer uses them)
+	timed    bool           // Done needs the request's latency (fair)
+	checks   sync.WaitGroup // the health checkers running
+	mu       sync.Mutex     // serialises health changes
+	unhealth []bool         // by server, under mu
 }
 
 // attemptKey is the context key under which a request carries its attempt.
@@ -84,9 +85,12 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	return p, nil
 }
 
-// closeOnDone releases idle connections once the middleware is replaced.
+// closeOnDone releases idle connections once the middleware is replaced,
+// after the health checkers have stopped (a check finishing later would
+// return its connection to the pool).
 func (p *Plugin) closeOnDone(ctx context.Context) {
 	<-ctx.Done()
+	p.checks.Wait()
 	p.tr.CloseIdleConnections()
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/mitchellh/mapstructure"
@@ -39,7 +40,9 @@ func loadPlugin(tb testing.TB, extra map[string]string) *loader {
 			tb.Fatal(err)
 		}
 	}
-	i := interp.New(interp.Options{GoPath: dir, Stdout: testWriter{tb}, Stderr: testWriter{tb}})
+	out := &testWriter{tb: tb}
+	tb.Cleanup(out.close)
+	i := interp.New(interp.Options{GoPath: dir, Stdout: out, Stderr: out})
 	if err := i.Use(stdlib.Symbols); err != nil {
 		tb.Fatal(err)
 	}
@@ -57,12 +60,28 @@ func loadPlugin(tb testing.TB, extra map[string]string) *loader {
 	return l
 }
 
-// testWriter sends the interpreted program's output to the test log.
-type testWriter struct{ tb testing.TB }
+// testWriter sends the interpreted program's output to the test log, as
+// Traefik sends it to its own log; output after the test is dropped (a
+// health checker may still be finishing a probe).
+type testWriter struct {
+	tb     testing.TB
+	mu     sync.Mutex
+	closed bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.tb.Logf("plugin: %s", p)
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.tb.Logf("plugin: %s", p)
+	}
 	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 }
 
 // newHandler decodes the YAML settings document and builds the middleware.

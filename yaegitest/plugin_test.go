@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -18,8 +16,6 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
-	"github.com/lbpack/lbpack/traefikplugin"
-	"github.com/mitchellh/mapstructure"
 	"gopkg.in/yaml.v3"
 )
 
@@ -316,6 +312,38 @@ func TestPluginRetryNeverTwice(t *testing.T) {
 	}
 }
 
+// TestPluginRetryTimeout checks nginx's "timeout" case: a server that does
+// not answer within responseTimeout moves a GET on to the next server, and
+// answers a POST that reached it with 504.
+func TestPluginRetryTimeout(t *testing.T) {
+	l := loadPlugin(t, nil)
+	var slowHits atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowHits.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Second): // well past the proxy's 200ms
+		}
+	}))
+	t.Cleanup(slow.Close)
+	good := newBackend(t, "good")
+	doc := "strategy: round_robin\nmaxFails: 0\nresponseTimeout: 200ms\n" + serversYAML([]string{slow.URL, good.srv.URL})
+	base, client := front(t, plugin(t, l, doc))
+	if r := do(t, client, "GET", base+"/", ""); r.status != 200 || r.backend != "good" {
+		t.Errorf("GET: status %d from %q, want 200 from the second server", r.status, r.backend)
+	}
+	// Round robin carries on from the retry: the slow server comes next.
+	if r := do(t, client, "POST", base+"/", "x"); r.status != http.StatusGatewayTimeout {
+		t.Errorf("POST that timed out: status %d, want 504", r.status)
+	}
+	if r := do(t, client, "POST", base+"/", "x"); r.status != 200 || r.backend != "good" {
+		t.Errorf("POST to the good server: status %d from %q", r.status, r.backend)
+	}
+	if n := slowHits.Load(); n != 2 {
+		t.Errorf("slow server got %d requests, want 2", n)
+	}
+}
+
 func TestPluginBackupOnlyWhenPrimariesFail(t *testing.T) {
 	l := loadPlugin(t, nil)
 	a, b, c := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")
@@ -604,98 +632,6 @@ func TestManifestTestData(t *testing.T) {
 	}
 }
 
-// stubSource is added to the interpreted plugin for benchmarks: it swaps
-// every server's proxy for a handler, leaving the plugin's own work.
-const stubSource = `package traefikplugin
-
-import (
-	"net/http"
-
-	"github.com/lbpack/lbpack/core"
-)
-
-func StubProxies(h http.Handler, stub http.Handler) {
-	p := h.(*Plugin)
-	for k := range p.proxies {
-		p.proxies[k] = stub
-	}
-}
-
-// Parts returns loops over the balancer calls a request makes: the pick,
-// and the Start and Done around the proxying.
-func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
-	b := h.(*Plugin).bal.Load().(*core.Balancer)
-	pick = func(n int) {
-		for k := 0; k < n; k++ {
-			b.Pick("")
-		}
-	}
-	startDone = func(n int) {
-		for k := 0; k < n; k++ {
-			b.Start(3)
-			b.Done(3, 0, false)
-		}
-	}
-	return pick, startDone
-}
-`
-
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{ h http.Header }
-
-func (d *discard) Header() http.Header         { return d.h }
-func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
-func (d *discard) WriteHeader(int)             {}
-
-// BenchmarkPluginServeHTTP measures the interpreted plugin's work per
-// request at 10 servers with proxying stubbed out: key, pick, Start/Done,
-// the attempt bookkeeping. For smooth_wrr it also measures the balancer's
-// share alone: the pick, and Start with Done.
-func BenchmarkPluginServeHTTP(b *testing.B) {
-	l := loadPlugin(b, map[string]string{"zz_stub.go": stubSource})
-	stubProxies := eval(b, l.i, "traefikplugin.StubProxies").(func(http.Handler, http.Handler))
-	parts := eval(b, l.i, "traefikplugin.Parts").(func(http.Handler) (func(int), func(int)))
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	var sb strings.Builder
-	sb.WriteString("servers:\n")
-	for k := 1; k <= 10; k++ {
-		fmt.Fprintf(&sb, "  - url: http://10.0.0.%d:80\n    weight: %d\n", k, k%4+1)
-	}
-	servers := sb.String()
-	req := httptest.NewRequest("GET", "/some/path?id=42", nil)
-	req.RemoteAddr = "192.0.2.10:5555"
-	req.Header.Set("X-User", "user-1234")
-	w := &discard{h: http.Header{}}
-	for _, c := range []struct{ name, doc string }{
-		{"smooth_wrr", "strategy: smooth_wrr\n"},
-		{"round_robin", "strategy: round_robin\n"},
-		{"least_conn", "strategy: least_conn\n"},
-		{"ip_hash", "strategy: ip_hash\n"},
-		{"url_hash_uri_maglev", "strategy: url_hash\nhashMode: maglev\n"},
-		{"url_hash_header_ketama", "strategy: url_hash\nhashKey: header:X-User\n"},
-	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		h, err := l.newHandler(ctx, c.doc+servers, "bench")
-		if err != nil {
-			b.Fatalf("%s: %v", c.name, err)
-		}
-		stubProxies(h, ok)
-		b.Run(c.name, func(b *testing.B) {
-			benchCPU(b, func(n int) {
-				for k := 0; k < n; k++ {
-					h.ServeHTTP(w, req)
-				}
-			})
-		})
-		if c.name == "smooth_wrr" {
-			pick, startDone := parts(h)
-			b.Run(c.name+"/pick_only", func(b *testing.B) { benchCPU(b, pick) })
-			b.Run(c.name+"/start_done_only", func(b *testing.B) { benchCPU(b, startDone) })
-		}
-		cancel()
-	}
-}
-
 // TestExampleConfigs feeds every lbpack middleware of the Traefik example's
 // dynamic configuration to New, and checks that the static configuration
 // loads the module the manifest belongs to.
@@ -777,61 +713,5 @@ func TestPluginAbortedResponseEnds(t *testing.T) {
 	}
 	if broken.Load() != 4 || good.hits.Load() != 4 {
 		t.Fatalf("broken server got %d requests, good %d; want 4 and 4 (ties alternate when nothing leaks)", broken.Load(), good.hits.Load())
-	}
-}
-
-// BenchmarkPluginProxy measures whole requests proxied to a loopback
-// server: the standard library's reverse proxy alone (what Traefik's own
-// service does), the plugin compiled, and the plugin interpreted. The ratio
-// of native to interpreted time is the share of native throughput the
-// interpreted plugin reaches on one core.
-func BenchmarkPluginProxy(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok"))
-	}))
-	defer srv.Close()
-	target, _ := url.Parse(srv.URL)
-	native := httputil.NewSingleHostReverseProxy(target)
-	native.Transport = &http.Transport{MaxIdleConnsPerHost: 64}
-	doc := "strategy: smooth_wrr\nservers:\n  - url: " + srv.URL + "\n    weight: 5\n  - url: " + srv.URL + "/b\n"
-	// Two servers at one address would be a duplicate; a second listener
-	// gives the balancer a real choice.
-	srv2 := httptest.NewServer(srv.Config.Handler)
-	defer srv2.Close()
-	doc = strings.Replace(doc, srv.URL+"/b", srv2.URL, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	settings, err := settingsMap(doc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := traefikplugin.CreateConfig()
-	dec, _ := mapstructure.NewDecoder(&mapstructure.DecoderConfig{WeaklyTypedInput: true, Result: cfg})
-	if err := dec.Decode(settings); err != nil {
-		b.Fatal(err)
-	}
-	compiled, err := traefikplugin.New(ctx, nil, cfg, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	interpreted, err := loadPlugin(b, nil).newHandler(ctx, doc, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		h    http.Handler
-	}{{"native_reverse_proxy", native}, {"plugin_compiled", compiled}, {"plugin_interpreted", interpreted}} {
-		b.Run(c.name, func(b *testing.B) {
-			benchCPU(b, func(n int) {
-				for k := 0; k < n; k++ {
-					rec := httptest.NewRecorder()
-					c.h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
-					if rec.Code != 200 {
-						b.Fatalf("status %d", rec.Code)
-					}
-				}
-			})
-		})
 	}
 }

@@ -1,0 +1,164 @@
+package yaegitest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/lbpack/lbpack/traefikplugin"
+	"github.com/mitchellh/mapstructure"
+)
+
+// stubSource is added to the interpreted plugin for benchmarks: it swaps
+// every server's proxy for a handler, leaving the plugin's own work.
+const stubSource = `package traefikplugin
+
+import (
+	"net/http"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+func StubProxies(h http.Handler, stub http.Handler) {
+	p := h.(*Plugin)
+	for k := range p.proxies {
+		p.proxies[k] = stub
+	}
+}
+
+// Parts returns loops over the balancer calls a request makes: the pick,
+// and the Start and Done around the proxying.
+func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
+	b := h.(*Plugin).bal.Load().(*core.Balancer)
+	pick = func(n int) {
+		for k := 0; k < n; k++ {
+			b.Pick("")
+		}
+	}
+	startDone = func(n int) {
+		for k := 0; k < n; k++ {
+			b.Start(3)
+			b.Done(3, 0, false)
+		}
+	}
+	return pick, startDone
+}
+`
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// BenchmarkPluginServeHTTP measures the interpreted plugin's work per
+// request at 10 servers with proxying stubbed out: key, pick, Start/Done,
+// the attempt bookkeeping. For smooth_wrr it also measures the balancer's
+// share alone: the pick, and Start with Done.
+func BenchmarkPluginServeHTTP(b *testing.B) {
+	l := loadPlugin(b, map[string]string{"zz_stub.go": stubSource})
+	stubProxies := eval(b, l.i, "traefikplugin.StubProxies").(func(http.Handler, http.Handler))
+	parts := eval(b, l.i, "traefikplugin.Parts").(func(http.Handler) (func(int), func(int)))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	var sb strings.Builder
+	sb.WriteString("servers:\n")
+	for k := 1; k <= 10; k++ {
+		fmt.Fprintf(&sb, "  - url: http://10.0.0.%d:80\n    weight: %d\n", k, k%4+1)
+	}
+	servers := sb.String()
+	req := httptest.NewRequest("GET", "/some/path?id=42", nil)
+	req.RemoteAddr = "192.0.2.10:5555"
+	req.Header.Set("X-User", "user-1234")
+	w := &discard{h: http.Header{}}
+	for _, c := range []struct{ name, doc string }{
+		{"smooth_wrr", "strategy: smooth_wrr\n"},
+		{"round_robin", "strategy: round_robin\n"},
+		{"round_robin_untracked", "strategy: round_robin\nmaxFails: 0\n"},
+		{"least_conn", "strategy: least_conn\n"},
+		{"ip_hash", "strategy: ip_hash\n"},
+		{"url_hash_uri_maglev", "strategy: url_hash\nhashMode: maglev\n"},
+		{"url_hash_header_ketama", "strategy: url_hash\nhashKey: header:X-User\n"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		h, err := l.newHandler(ctx, c.doc+servers, "bench")
+		if err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+		stubProxies(h, ok)
+		b.Run(c.name, func(b *testing.B) {
+			benchCPU(b, func(n int) {
+				for k := 0; k < n; k++ {
+					h.ServeHTTP(w, req)
+				}
+			})
+		})
+		if c.name == "smooth_wrr" {
+			pick, startDone := parts(h)
+			b.Run(c.name+"/pick_only", func(b *testing.B) { benchCPU(b, pick) })
+			b.Run(c.name+"/start_done_only", func(b *testing.B) { benchCPU(b, startDone) })
+		}
+		cancel()
+	}
+}
+
+// BenchmarkPluginProxy measures whole requests proxied to a loopback
+// server: the standard library's reverse proxy alone (what Traefik's own
+// service does), the plugin compiled, and the plugin interpreted. The ratio
+// of native to interpreted time is the share of native throughput the
+// interpreted plugin reaches on one core.
+func BenchmarkPluginProxy(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	target, _ := url.Parse(srv.URL)
+	native := httputil.NewSingleHostReverseProxy(target)
+	native.Transport = &http.Transport{MaxIdleConnsPerHost: 64}
+	doc := "strategy: smooth_wrr\nservers:\n  - url: " + srv.URL + "\n    weight: 5\n  - url: " + srv.URL + "/b\n"
+	// Two servers at one address would be a duplicate; a second listener
+	// gives the balancer a real choice.
+	srv2 := httptest.NewServer(srv.Config.Handler)
+	defer srv2.Close()
+	doc = strings.Replace(doc, srv.URL+"/b", srv2.URL, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	settings, err := settingsMap(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := traefikplugin.CreateConfig()
+	dec, _ := mapstructure.NewDecoder(&mapstructure.DecoderConfig{WeaklyTypedInput: true, Result: cfg})
+	if err := dec.Decode(settings); err != nil {
+		b.Fatal(err)
+	}
+	compiled, err := traefikplugin.New(ctx, nil, cfg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	interpreted, err := loadPlugin(b, nil).newHandler(ctx, doc, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{"native_reverse_proxy", native}, {"plugin_compiled", compiled}, {"plugin_interpreted", interpreted}} {
+		b.Run(c.name, func(b *testing.B) {
+			benchCPU(b, func(n int) {
+				for k := 0; k < n; k++ {
+					rec := httptest.NewRecorder()
+					c.h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+					if rec.Code != 200 {
+						b.Fatalf("status %d", rec.Code)
+					}
+				}
+			})
+		})
+	}
+}
