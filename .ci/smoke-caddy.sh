@@ -74,4 +74,11 @@ if ! grep -q '"policy":"smooth_wrr"' <<<"$state"; then
   exit 1
 fi
 
+# The Caddy subcommand prints the same trace as lbsim.
+trace=$(./caddy lbpack trace --strategy smooth_wrr --backends a=5,b=3,c=2 -n 10 | tail -n 1)
+if [ "$trace" != "sequence: $want" ]; then
+  echo "FAIL: caddy lbpack trace ended with: $trace" >&2
+  exit 1
+fi
+
 echo "ok: Caddy with lbpack balances / as nginx does"

@@ -4,8 +4,12 @@
 # measured with wrk for a bounded time at 3 and 100 backends. Writes
 # docs/e2e.md. Every process it starts, it stops.
 #
-#   bench/e2e.sh                 # 5 s per run (about 4 minutes in all)
-#   DURATION=3s bench/e2e.sh     # shorter runs
+#   bench/e2e.sh                         # 3 rounds of 3 s per row (about 6 minutes)
+#   DURATION=1s ROUNDS=1 bench/e2e.sh      # a quick check
+#
+# Every row (proxy and policy) runs once per round, rounds one after the
+# other, and the table shows each row's median round: load from elsewhere on
+# the machine then hits every row alike instead of a few.
 #
 # Needs: go, wrk, nginx, haproxy (Debian: apt-get install -y wrk nginx haproxy).
 # Caddy is built by the repository's xcaddy.sh when it exists, otherwise from
@@ -14,7 +18,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-DURATION="${DURATION:-5s}"
+DURATION="${DURATION:-3s}"
+ROUNDS="${ROUNDS:-3}"
 CONNS="${CONNS:-32}"
 out="$root/docs/e2e.md"
 
@@ -102,30 +107,36 @@ done
 results="$work/results.tsv" # n, proxy, policy, req/s, p50, p99, shares
 : >"$results"
 
-# measure N PROXY POLICY PORT: one wrk run; records requests/s, latency and
-# the backends' shares.
-measure() {
-	local n="$1" proxy="$2" policy="$3" port="$4"
+# run_once N ROW PORT: one wrk run against PORT; appends "req/s p50 p99" to
+# ROW's runs file and adds the backends' counts to ROW's counts file.
+run_once() {
+	local n="$1" row="$2" port="$3"
 	curl -fsS "http://$CONTROL/counts" >/dev/null
-	curl -fsS -o /dev/null "http://127.0.0.1:$port/warmup" || { echo "e2e: $proxy $policy does not answer" >&2; return 1; }
+	curl -fsS -o /dev/null "http://127.0.0.1:$port/warmup" || { echo "e2e: row $row (port $port) does not answer" >&2; return 1; }
 	wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$work/keys.lua" "http://127.0.0.1:$port" >"$work/wrk.out" 2>&1 || true
-	local rps p50 p99 non2xx shares
-	rps="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$work/wrk.out")"
-	p50="$(awk '$1 == "50%" {print $2}' "$work/wrk.out")"
-	p99="$(awk '$1 == "99%" {print $2}' "$work/wrk.out")"
-	non2xx="$(awk '/Non-2xx/ {print $NF}' "$work/wrk.out")"
-	shares="$(curl -fsS "http://$CONTROL/counts" | awk -v n="$n" '
-		{ c[NR] = $2; t += $2 }
+	awk '/^Requests\/sec:/ {r = $2} $1 == "50%" {p50 = $2} $1 == "99%" {p99 = $2} /Non-2xx/ {bad = $NF}
+		END {printf "%.0f %s %s %s\n", r, (p50 ? p50 : "-"), (p99 ? p99 : "-"), (bad ? bad : 0)}' "$work/wrk.out" >>"$work/row$row.runs"
+	curl -fsS "http://$CONTROL/counts" >>"$work/row$row.counts"
+}
+
+# summarize N ROW PROXY POLICY: the median run's figures and the shares over all runs.
+summarize() {
+	local n="$1" row="$2" proxy="$3" policy="$4" med shares bad
+	med="$(sort -n "$work/row$row.runs" | awk '{l[NR] = $0} END {print l[int((NR + 1) / 2)]}')"
+	bad="$(awk '{b += $4} END {print b + 0}' "$work/row$row.runs")"
+	shares="$(awk -v n="$n" '
+		{ c[$1] += $2; t += $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
 		END {
 			if (t == 0) { print "-"; exit }
-			if (n <= 3) { for (i = 1; i <= n; i++) printf "%s%.1f", (i > 1 ? " / " : ""), 100 * c[i] / t; exit }
-			max = 0; min = -1; used = 0
-			for (i = 1; i <= n; i++) { if (c[i] > max) max = c[i]; if (min < 0 || c[i] < min) min = c[i]; if (c[i] > 0) used++ }
+			if (n <= 3) { for (i = 1; i <= n; i++) printf "%s%.1f", (i > 1 ? " / " : ""), 100 * c[order[i]] / t; exit }
+			max = 0; used = 0
+			for (i = 1; i <= n; i++) { x = c[order[i]]; if (x > max) max = x; if (x > 0) used++ }
 			printf "%d of %d used, max %.2f%%", used, n, 100 * max / t
-		}')"
-	[ -n "$non2xx" ] && shares="$shares; non-2xx: $non2xx"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$proxy" "$policy" "${rps:-0}" "${p50:--}" "${p99:--}" "$shares" >>"$results"
-	printf '  %-8s %-28s %8s req/s  p99 %-8s %s\n' "$proxy" "$policy" "${rps:-0}" "${p99:--}" "$shares"
+		}' "$work/row$row.counts")"
+	[ "$bad" -gt 0 ] && shares="$shares; non-2xx: $bad"
+	set -- $med
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$proxy" "$policy" "$1" "$2" "$3" "$shares" >>"$results"
+	printf '  %-13s %-30s %8s req/s  p99 %-9s %s\n' "$proxy" "$policy" "$1" "$3" "$shares"
 }
 
 "$work/backend" -n 100 -port "$BACKEND_PORT" -control "$CONTROL" &
@@ -141,8 +152,10 @@ for n in 3 100; do
 		servers+=("127.0.0.1:$((BACKEND_PORT + i - 1))")
 		weights+=("$(weight "$i" "$n")")
 	done
-
-	measure "$n" direct "one backend, no proxy" "$BACKEND_PORT"
+	# rows: "proxy|policy|port", measured in rounds so that a burst of load
+	# from elsewhere on the machine hits every row alike.
+	rows=("direct|one backend, no proxy|$BACKEND_PORT")
+	proxy_pids=()
 
 	# nginx: smooth weighted round robin (its default), least_conn, hash consistent.
 	conf="$work/nginx-$n.conf"
@@ -167,11 +180,8 @@ for n in 3 100; do
 	} >"$conf"
 	nginx -c "$conf" -e "$work/nginx-error.log" &
 	pids+=($!)
-	wait_port $((NGINX_PORT + 2))
-	measure "$n" nginx "weighted (smooth)" "$NGINX_PORT"
-	measure "$n" nginx "least_conn" $((NGINX_PORT + 1))
-	measure "$n" nginx "hash \$request_uri consistent" $((NGINX_PORT + 2))
-	stop "${pids[-1]}"
+	proxy_pids+=($!)
+	rows+=("nginx|weighted (smooth)|$NGINX_PORT" "nginx|least_conn|$((NGINX_PORT + 1))" "nginx|hash \$request_uri consistent|$((NGINX_PORT + 2))")
 
 	# HAProxy: roundrobin, leastconn, uri with consistent hashing.
 	conf="$work/haproxy-$n.cfg"
@@ -189,11 +199,8 @@ for n in 3 100; do
 	} >"$conf"
 	haproxy -db -f "$conf" >"$work/haproxy.log" 2>&1 &
 	pids+=($!)
-	wait_port $((HAPROXY_PORT + 2))
-	measure "$n" HAProxy "roundrobin (weighted)" "$HAPROXY_PORT"
-	measure "$n" HAProxy "leastconn" $((HAPROXY_PORT + 1))
-	measure "$n" HAProxy "uri, hash-type consistent" $((HAPROXY_PORT + 2))
-	stop "${pids[-1]}"
+	proxy_pids+=($!)
+	rows+=("HAProxy|roundrobin (weighted)|$HAPROXY_PORT" "HAProxy|leastconn|$((HAPROXY_PORT + 1))" "HAProxy|uri, hash-type consistent|$((HAPROXY_PORT + 2))")
 
 	# Caddy: one site per policy, built-ins and lbpack's.
 	conf="$work/Caddyfile-$n"
@@ -219,7 +226,7 @@ for n in 3 100; do
 	} >"$conf"
 	XDG_DATA_HOME="$work/xdg" XDG_CONFIG_HOME="$work/xdg" "$work/caddy" run --config "$conf" --adapter caddyfile >"$work/caddy.log" 2>&1 &
 	pids+=($!)
-	wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
+	proxy_pids+=($!)
 	port=$CADDY_PORT
 	for pol in "${policies[@]}"; do
 		name="${pol%% *}"
@@ -228,10 +235,26 @@ for n in 3 100; do
 		weighted_round_robin | round_robin | least_conn | uri_hash) proxy="Caddy" ;;
 		*) proxy="Caddy+lbpack" ;;
 		esac
-		measure "$n" "$proxy" "$name" "$port"
+		rows+=("$proxy|$name|$port")
 		port=$((port + 1))
 	done
-	stop "${pids[-1]}"
+
+	wait_port $((NGINX_PORT + 2))
+	wait_port $((HAPROXY_PORT + 2))
+	wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
+	rm -f "$work"/row*.runs "$work"/row*.counts
+	for round in $(seq 1 "$ROUNDS"); do
+		echo "  round $round of $ROUNDS"
+		for r in "${!rows[@]}"; do
+			IFS='|' read -r _ _ port <<<"${rows[$r]}"
+			run_once "$n" "$r" "$port"
+		done
+	done
+	for r in "${!rows[@]}"; do
+		IFS='|' read -r proxy policy _ <<<"${rows[$r]}"
+		summarize "$n" "$r" "$proxy" "$policy"
+	done
+	for pid in "${proxy_pids[@]}"; do stop "$pid"; done
 done
 
 {
@@ -239,7 +262,7 @@ done
 	echo
 	echo "Generated by \`bench/e2e.sh\` on $(date -u +%Y-%m-%d): $(nproc) CPUs shared by wrk, the proxy and the backends,"
 	echo "so absolute figures are low and drift between runs; compare rows of one run."
-	echo "wrk -t1 -c$CONNS -d$DURATION, every request a different URI (so hash policies spread);"
+	echo "wrk -t1 -c$CONNS -d$DURATION per run, $ROUNDS rounds over all rows, the median round shown; every request a different URI (so hash policies spread);"
 	echo "backends are one Go process answering 5 bytes per request on 127.0.0.1 ports $BACKEND_PORT and up;"
 	echo "weights 5,3,2 for three backends, 1..5 repeating for 100."
 	echo "Proxies: Caddy $caddy_version built by $caddy_from; $(nginx -v 2>&1 | sed 's/.*: //') (worker_processes auto, upstream keepalive 64);"

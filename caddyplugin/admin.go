@@ -71,18 +71,16 @@ func unregister(p *policy) {
 
 // UpstreamState is one upstream in GET /lbpack/state.
 type UpstreamState struct {
-	Address string `json:"address"`
-	Weight  int    `json:"weight"`
-	// EffectiveWeight is the weight the strategy uses right now (lowered
-	// during slow start or after failures), when the strategy has one.
-	EffectiveWeight *int  `json:"effective_weight,omitempty"`
-	Backup          bool  `json:"backup,omitempty"`
-	Down            bool  `json:"down,omitempty"`
-	Picks           int64 `json:"picks"`
-	InFlight        int64 `json:"in_flight"`
-	// LatencyMS is the estimate of an attempt's duration in milliseconds:
-	// the strategy's own (fair) when it has one, else an average of the
-	// attempts this policy timed; absent before the first.
+	Address  string `json:"address"`
+	Weight   int    `json:"weight"`
+	Backup   bool   `json:"backup,omitempty"`
+	Down     bool   `json:"down,omitempty"`
+	Picks    int64  `json:"picks"`
+	InFlight int64  `json:"in_flight"`
+	// LatencyMS is the moving average (1/8 weight for the newest sample) of
+	// the successful attempts this policy timed, in milliseconds; only
+	// fair, weighted_least_conn and url_hash's bounded mode time attempts.
+	// Absent before the first.
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	// Available is Caddy's health view; absent until a request has shown
 	// the policy this upstream.
@@ -103,8 +101,6 @@ func (p *policy) state() PolicyState {
 	if bal == nil {
 		return ps
 	}
-	ew, hasEW := any(bal).(interface{ EffectiveWeight(int) int })
-	lat, hasLat := any(bal).(interface{ Latency(int) time.Duration })
 	for i := 0; i < bal.Len(); i++ {
 		b := bal.Backend(i)
 		u := UpstreamState{
@@ -114,17 +110,9 @@ func (p *policy) state() PolicyState {
 			Down:     b.Down,
 			InFlight: bal.InFlight(i),
 		}
+		var l time.Duration
 		if i < len(stats) {
 			u.Picks = stats[i].picks.Load()
-		}
-		if hasEW {
-			w := ew.EffectiveWeight(i)
-			u.EffectiveWeight = &w
-		}
-		var l time.Duration
-		if hasLat {
-			l = lat.Latency(i)
-		} else if i < len(stats) {
 			l = time.Duration(stats[i].latency.Load())
 		}
 		if l > 0 {

@@ -251,6 +251,26 @@ func TestFairAvoidsSlowBackend(t *testing.T) {
 	if counts["b"] > 6 || counts["a"] < 5 || counts["c"] < 5 {
 		t.Errorf("fair with b 150ms slower: %v; want b at most 6 of 60, a and c at least 5 each", counts)
 	}
+
+	// The admin endpoint shows the latencies the policy measured.
+	_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
+	var state struct {
+		Policies []struct {
+			Upstreams []struct {
+				Address   string
+				LatencyMS float64 `json:"latency_ms"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &state); err != nil || len(state.Policies) != 1 {
+		t.Fatalf("state %s: %v", body, err)
+	}
+	for _, u := range state.Policies[0].Upstreams {
+		slow := u.Address == b.addr()
+		if slow && u.LatencyMS < 150 || !slow && (u.LatencyMS <= 0 || u.LatencyMS >= 150) {
+			t.Errorf("%s: latency estimate %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.LatencyMS)
+		}
+	}
 }
 
 // With every upstream down Caddy answers cleanly: 502 for the attempts that

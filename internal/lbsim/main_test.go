@@ -1,4 +1,4 @@
-package main
+package lbsim
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 func lbsim(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut strings.Builder
-	code = run(args, strings.NewReader(stdin), &out, &errOut)
+	code = Run(args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package lbsim
 
 import (
 	"bufio"
@@ -213,7 +213,7 @@ func TestPickKeysInteractive(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"pick", "--strategy", "ip_hash", "--backends", "127.0.0.1:8081,127.0.0.1:8082,127.0.0.1:8083"}, inR, outW, io.Discard)
+		done <- Run([]string{"pick", "--strategy", "ip_hash", "--backends", "127.0.0.1:8081,127.0.0.1:8082,127.0.0.1:8083"}, inR, outW, io.Discard)
 		outW.Close()
 	}()
 	answers := bufio.NewReader(outR)
