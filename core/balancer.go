@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,6 +81,11 @@ type Balancer struct {
 	backup  *group // nil when there are no backup backends
 	now     func() time.Time
 	rand    func() uint64
+	// inflight counts the requests in flight over all backends, shared by
+	// every balancer Update derives from one New (requests to an address
+	// that was removed count until they are done). Only url_hash's bounded
+	// mode reads it, so only it has one; nil otherwise.
+	inflight *atomic.Int64
 }
 
 // New validates cfg and builds a balancer. Errors name the field and value.
@@ -113,6 +119,13 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		byAddr: make(map[string]int, len(cfg.Backends)),
 		now:    cfg.Now,
 		rand:   cfg.Rand,
+	}
+	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
+		if prev != nil && prev.inflight != nil {
+			b.inflight = prev.inflight
+		} else {
+			b.inflight = new(atomic.Int64)
+		}
 	}
 	b.cfg.Backends = append([]Backend(nil), cfg.Backends...)
 	if b.now == nil {

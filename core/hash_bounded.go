@@ -70,7 +70,7 @@ func (s *bounded) pick(g *group, r request) int {
 	if r.key == "" {
 		return fallback(g, &r)
 	}
-	share := s.share(groupInFlight(g))
+	share := s.share(r.b.inflight.Load())
 	ring := s.ring
 	n := len(ring.points)
 	i := ring.find(crcString(r.key))
@@ -116,15 +116,4 @@ func visit(g *group, r *request, pos int, share float64, best *int, bestLoad *fl
 		*best, *bestLoad = pos, perWeight
 	}
 	return false
-}
-
-// groupInFlight returns the requests in flight over the group's members.
-// It reads every member: O(n). A group-wide counter kept by Start and Done
-// would make it O(1).
-func groupInFlight(g *group) int64 {
-	var total int64
-	for _, m := range g.members {
-		total += m.state.inflight.Load()
-	}
-	return total
 }

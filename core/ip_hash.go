@@ -37,7 +37,7 @@ type ipHash struct {
 //	hash = hash*113^n + sum(b[i] * 113^(n-1-i))
 //
 // so a try costs one multiply-add and one modulo instead of n dependent ones.
-var ipHashPow = make([]int, 17)
+var ipHashPow [17]int
 
 func init() {
 	ipHashPow[0] = 1
@@ -145,7 +145,7 @@ func parseIPv4(s string, addr *[16]byte, at int) bool {
 }
 
 // hexDigit maps a byte to its value as a hex digit, or to 0xff.
-var hexDigit = make([]byte, 256)
+var hexDigit [256]byte
 
 func init() {
 	for i := range hexDigit {

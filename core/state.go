@@ -109,6 +109,9 @@ func (b *Balancer) Start(i int) {
 	s := b.members[i].state
 	s.inflight.Add(1)
 	s.requests.Add(1)
+	if b.inflight != nil {
+		b.inflight.Add(1)
+	}
 }
 
 // Done records that a request to backend i has ended after latency; failed
@@ -129,6 +132,9 @@ func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 	m := b.members[i]
 	s := m.state
 	s.inflight.Add(-1)
+	if b.inflight != nil {
+		b.inflight.Add(-1)
+	}
 	var now int64
 	if m.group.decay > 0 {
 		now = unixNano(b.now())

@@ -57,13 +57,13 @@ const crcPoly = 0xedb88320
 
 // crcTable holds the IEEE CRC-32 tables for slicing by 8, table k at
 // [k*256:], so that keys of any length are hashed from the string itself,
-// without a []byte copy. (The lookup tables of this package are slices, not
-// arrays: yaegi copies an array value when it is indexed.)
-var crcTable = make([]uint32, 8*256)
+// without a []byte copy. (One flat array: yaegi indexes nested arrays
+// several times slower.)
+var crcTable [8 * 256]uint32
 
 // rehashCRC[t] is the CRC-32 register after nginx's rehash prefix: the
 // decimal digits of t (plain hash's try t > 0 hashes "t" + key).
-var rehashCRC = make([]uint32, hashTries+1)
+var rehashCRC [hashTries + 1]uint32
 
 func init() {
 	// The table is computed here rather than copied from hash/crc32: yaegi
@@ -95,7 +95,7 @@ func init() {
 // crcUpdate feeds s into the CRC-32 (IEEE) register crc. A checksum starts
 // from 0xffffffff and ends with ^crc, as nginx's ngx_crc32_init/final do.
 func crcUpdate(crc uint32, s string) uint32 {
-	t := crcTable[:8*256]
+	t := &crcTable
 	for len(s) >= 8 {
 		crc ^= uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 		crc = t[0<<8|int(s[7])] ^ t[1<<8|int(s[6])] ^ t[2<<8|int(s[5])] ^ t[3<<8|int(s[4])] ^
