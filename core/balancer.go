@@ -136,21 +136,25 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		b.rand = rand.Uint64
 		b.cfg.Rand = b.rand
 	}
-	var primary, backup []*member
+	// Members come from one slab: one allocation for all of them.
+	n := len(b.cfg.Backends)
+	slab := make([]member, n)
+	b.members = make([]*member, n)
+	primary := make([]*member, 0, n)
+	var backup []*member
 	for i, be := range b.cfg.Backends {
-		field := fmt.Sprintf("backends[%d]", i)
-		if err := be.validate(field); err != nil {
+		if err := checkBackend(be, i); err != nil {
 			return nil, err
 		}
 		if j, dup := b.byAddr[be.Address]; dup {
-			return nil, fmt.Errorf("lbpack: %s.address %q: duplicate of backends[%d]", field, be.Address, j)
+			return nil, fmt.Errorf("lbpack: %s.address %q: duplicate of backends[%d]", backendField(i), be.Address, j)
 		}
 		if be.Backup && info.hashed {
-			return nil, fmt.Errorf("lbpack: %s.backup: strategy %q does not accept backup backends", field, cfg.Strategy)
+			return nil, fmt.Errorf("lbpack: %s.backup: strategy %q does not accept backup backends", backendField(i), cfg.Strategy)
 		}
 		b.byAddr[be.Address] = i
-		m := newMember(i, be, b, prev)
-		b.members = append(b.members, m)
+		m := newMember(&slab[i], i, be, b, prev)
+		b.members[i] = m
 		if be.Backup {
 			backup = append(backup, m)
 		} else {
@@ -171,6 +175,17 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	}
 	return b, nil
 }
+
+// checkBackend validates backend i. The field name ("backends[i]") is
+// formatted only for an error: a rebuild of many backends formats none.
+func checkBackend(be Backend, i int) error {
+	if be.validate("") == nil {
+		return nil
+	}
+	return be.validate(backendField(i))
+}
+
+func backendField(i int) string { return fmt.Sprintf("backends[%d]", i) }
 
 // checkOptions rejects options that do not apply to the strategy, and fills defaults.
 func checkOptions(c *Config) error {

@@ -24,10 +24,11 @@ const fairExplore = 16
 // its latency (fed by Done: a sample above the estimate replaces it, one
 // below pulls it down with weight 1-exp(-elapsed/DecayTime)). A backend's
 // score is estimate * (in flight + 1) / weight; a pick draws two distinct
-// backends at random and takes the lower score. A backend not yet measured
-// scores 0 while it has nothing in flight (so it is tried at once) and
-// +Inf while its first requests are out (so a new backend is not flooded
-// before its first answer).
+// backends at random in proportion to weight and takes the lower score (the
+// first drawn on a tie, so that idle, unmeasured backends share by weight).
+// A backend not yet measured scores 0 while it has nothing in flight (so it
+// is tried at once) and +Inf while its first requests are out (so a new
+// backend is not flooded before its first answer).
 //
 // No eligible backend is starved, by two rules, both O(1) through one atomic
 // pick counter k (in a group of n backends):
@@ -42,6 +43,7 @@ const fairExplore = 16
 // deterministic.
 type fair struct {
 	probe int64 // ns
+	pairs pairDraw
 	// The pick counter is written by every pick: a cache line of its own.
 	pad0  [56]byte
 	count atomic.Uint64
@@ -54,7 +56,7 @@ func buildFair(g *group, c *Config) (strategy, error) {
 		d = DefaultDecayTime
 	}
 	g.decay = int64(d)
-	return &fair{probe: int64(d) / 4}, nil
+	return &fair{probe: int64(d) / 4, pairs: newPairDraw(g)}, nil
 }
 
 func (f *fair) pick(g *group, r request) int {
@@ -72,9 +74,9 @@ func (f *fair) pick(g *group, r request) int {
 				return taken(m, c, now)
 			}
 		}
-		i, j := pair(r.b.rand(), len(g.members))
+		i, j, drawn := f.pairs.draw(r.b.rand(), len(g.members))
 		mi, mj := g.members[i], g.members[j]
-		oki, okj := r.ok(mi), r.ok(mj)
+		oki, okj := drawn && r.ok(mi), drawn && r.ok(mj)
 		switch {
 		case oki && okj:
 			if fairScore(&r, mj) < fairScore(&r, mi) {

@@ -293,3 +293,25 @@ func BenchmarkFairParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestFairIdleSharesFollowWeights: idle backends with no measurement all
+// score 0, so the first candidate wins; candidates are drawn in proportion to
+// weight, so the shares follow the weights, except for the every-16th
+// exploration pick, which goes round: 15/16 * w/W + 1/16 * 1/n.
+func TestFairIdleSharesFollowWeights(t *testing.T) {
+	clock := newHCClock()
+	w := []int{5, 3, 2}
+	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(w...), Now: clock.now, Rand: seededRandFunc(9)})
+	const picks = 40000
+	counts := make([]int, len(w))
+	for k := 0; k < picks; k++ {
+		counts[hcPick(t, b)]++
+	}
+	for i := range w {
+		share := float64(counts[i]) / picks
+		want := 15.0/16*float64(w[i])/10 + 1.0/16/3
+		if share < want-0.012 || share > want+0.012 {
+			t.Fatalf("backend %d (weight %d) has %.3f of idle picks, want %.3f +- 0.012", i, w[i], share, want)
+		}
+	}
+}

@@ -16,13 +16,19 @@ func init() {
 // When the scheduled member is ineligible, the pick moves on through the
 // sequence to the next eligible member and the schedule continues after it,
 // as LVS skips an unavailable server.
+//
+// While a member ramps up (slow start), weights are not the table's: the LVS
+// scheduler runs over the ramped weights of the moment under the lock, O(n)
+// per pick, as LVS does when a server's weight is changed (gcd and maximum
+// recomputed, the current weight capped by the new maximum). Once every
+// member is steady the table takes over again where its cursor stood.
 type gcdWRR struct {
 	up    int     // members that are not down
 	table []int32 // member positions, one period; nil beyond the bound
 	cur   *cursor
 
-	mu  sync.Mutex // guards gen, used only beyond the bound
-	gen *lvsGen
+	mu  sync.Mutex // guards gen
+	gen *lvsGen    // beyond the bound, and while members ramp
 }
 
 func buildGCDWRR(g *group, c *Config) (strategy, error) {
@@ -30,9 +36,8 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 	if gen == nil {
 		return &gcdWRR{}, nil
 	}
-	s := &gcdWRR{up: len(gen.pos)}
+	s := &gcdWRR{up: len(gen.pos), gen: gen}
 	if gen.period > MaxScheduleEntries || len(gen.pos)*(gen.max/gen.gcd) > maxScheduleWork {
-		s.gen = gen
 		return s, nil
 	}
 	s.table = make([]int32, gen.period)
@@ -40,6 +45,8 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 		s.table[i] = int32(gen.next())
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
+	// Ramps start from LVS's initial state.
+	gen.i, gen.cw = len(gen.pos)-1, 0
 	return s, nil
 }
 
@@ -47,7 +54,7 @@ func (s *gcdWRR) pick(g *group, r request) int {
 	if s.up == 0 {
 		return -1
 	}
-	if s.table == nil {
+	if s.table == nil || !g.steady() {
 		return s.pickExact(g, &r)
 	}
 	p := s.cur.take(1)
@@ -71,10 +78,14 @@ func (s *gcdWRR) pick(g *group, r request) int {
 	return -1
 }
 
-// pickExact steps the LVS scheduler itself, for periods beyond the bound.
+// pickExact steps the LVS scheduler itself, over the weights of the moment:
+// for periods beyond the bound, and while members ramp.
 func (s *gcdWRR) pickExact(g *group, r *request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g.ramps.Load() != 0 || s.gen.ramped {
+		s.gen.reweigh(g, r)
+	}
 	for k := 0; k < s.gen.period; k++ {
 		pos := s.gen.next()
 		if r.ok(g.members[pos]) {
@@ -96,6 +107,9 @@ type lvsGen struct {
 	period int // picks in one period: the sum of the weights over the gcd
 	i      int // the last member considered
 	cw     int // the current weight
+	// ramped is true while weight holds slow-start weights rather than the
+	// configured ones.
+	ramped bool
 }
 
 // newLVSGen returns the scheduler in its initial state (before the first
@@ -121,6 +135,30 @@ func newLVSGen(g *group) *lvsGen {
 	gen.period = sum / gen.gcd
 	gen.i = len(gen.pos) - 1
 	return gen
+}
+
+// reweigh sets the weights to the members' weights for this pick (lowered
+// while they ramp) and recomputes what depends on them, as LVS does when a
+// server's weight changes: gcd, maximum, period, and the current weight
+// capped by the new maximum.
+func (s *lvsGen) reweigh(g *group, r *request) {
+	s.ramped, s.gcd, s.max = false, 0, 0
+	sum := 0
+	for k, p := range s.pos {
+		m := g.members[p]
+		w := r.weight(m)
+		s.ramped = s.ramped || w != m.weight
+		s.weight[k] = w
+		s.gcd = gcd(s.gcd, w)
+		if w > s.max {
+			s.max = w
+		}
+		sum += w
+	}
+	s.period = sum / s.gcd
+	if s.cw > s.max {
+		s.cw = s.max
+	}
 }
 
 // next returns the position of the next member in LVS's order.

@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestGCDWRRWorkedExamples(t *testing.T) {
@@ -165,5 +166,75 @@ func TestGCDWRRAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", notA) }); a != 0 {
 		t.Fatalf("PickFunc allocates %v", a)
+	}
+}
+
+// TestGCDWRRSlowStart: while a backend added by Update ramps, gcd_wrr is the
+// LVS scheduler over the weights of the moment (gcd and maximum recomputed
+// each pick, the current weight capped by the maximum), pick for pick; the
+// newcomer's share climbs from about 10% of its weight to all of it; after
+// the ramp the table serves exact shares again.
+func TestGCDWRRSlowStart(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	bs := testBackends([]int{4, 6}, nil)
+	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: bs, Now: func() time.Time { return clock }})
+	bs = append(bs, Backend{Address: testAddr(2), Weight: 10, SlowStart: 10 * time.Second})
+	b, err := b.Update(bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newLVSWRR([]int{4, 6, 10}, nil)
+	ref.i = -1
+	var early, late int // picks of the newcomer in the first and last 2s
+	const step = 10 * time.Millisecond
+	for i := 0; i < 1000; i++ { // 10 s
+		el := clock.Sub(time.Unix(1000, 0))
+		w := int(float64(10) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
+		ref.reweigh([]int{4, 6, w})
+		want := ref.pick(nil)
+		got, err := b.Pick("")
+		if err != nil || got != want {
+			t.Fatalf("pick %d at %v (weight %d): %d %v, LVS %d", i, el, w, got, err, want)
+		}
+		if got == 2 && i < 200 {
+			early++
+		}
+		if got == 2 && i >= 800 {
+			late++
+		}
+		clock = clock.Add(step)
+	}
+	// Ramped weights 1..2.8 of 10..12.8 in the first 2s, 8.2..9.9 of 18.2..19.9
+	// in the last: shares about 13% and 47%.
+	if early < 16 || early > 36 || late < 84 || late > 104 {
+		t.Fatalf("newcomer's picks: %d of the first 200, %d of the last 200", early, late)
+	}
+	clock = clock.Add(time.Second)
+	pickN(t, b, 1) // the ramp ends on the first pick that sees it over
+	if !b.primary.steady() {
+		t.Fatal("still ramping after the slow start")
+	}
+	counts := make([]int, 3)
+	for _, p := range pickN(t, b, 3*10) { // 3 periods of 2,3,5
+		counts[p]++
+	}
+	if counts[0] != 6 || counts[1] != 9 || counts[2] != 15 {
+		t.Fatalf("after the ramp: counts %v over 3 periods, want [6 9 15]", counts)
+	}
+}
+
+// reweigh changes the reference's weights as LVS's update does: gcd and
+// maximum recomputed, the current weight capped by the new maximum.
+func (s *lvsWRR) reweigh(w []int) {
+	s.weight = append(s.weight[:0], w...)
+	s.g, s.m = 0, 0
+	for _, x := range w {
+		s.g = gcd(s.g, x)
+		if x > s.m {
+			s.m = x
+		}
+	}
+	if s.cw > s.m {
+		s.cw = s.m
 	}
 }

@@ -14,20 +14,26 @@ func init() {
 //
 // The exact scan is O(n) and lock-free; only a tie takes the group's smooth
 // lock. With Config.TwoChoices it compares two random members instead
-// (power of two choices): O(1), lock-free, and within a small factor of the
-// exact choice's balance on large pools.
+// (power of two choices), drawn in proportion to weight so that idle
+// backends share by weight as nginx's ties do: O(1), lock-free, and within
+// a small factor of the exact choice's balance on large pools.
 type leastConn struct {
 	twoChoices bool
+	pairs      pairDraw
 }
 
 func buildLeastConn(g *group, c *Config) (strategy, error) {
 	g.smooth.tied = make([]int, 0, len(g.members))
-	return &leastConn{twoChoices: c.TwoChoices}, nil
+	lc := &leastConn{twoChoices: c.TwoChoices}
+	if lc.twoChoices {
+		lc.pairs = newPairDraw(g)
+	}
+	return lc, nil
 }
 
 func (lc *leastConn) pick(g *group, r request) int {
 	if lc.twoChoices && len(g.members) > 2 {
-		if p := twoLeast(g, &r); p >= 0 {
+		if p := lc.twoLeast(g, &r); p >= 0 {
 			return p
 		}
 	}
@@ -69,6 +75,9 @@ func exactLeast(g *group, r *request) int {
 // noting their positions in tied as far as it holds them.
 func scanLeast(g *group, r *request, tied []int) (best, n int) {
 	simple, ramps := g.scanMode(r)
+	if simple && !ramps {
+		return scanPlain(g.hot, tied)
+	}
 	best = -1
 	var bc, bw int64
 	for i := range g.hot {
@@ -93,11 +102,43 @@ func scanLeast(g *group, r *request, tied []int) (best, n int) {
 	return best, n
 }
 
-// twoLeast is the power of two choices: two distinct members drawn at random,
-// the one with fewer requests in flight per weight wins (the first drawn on a
-// tie). It returns -1 when neither is eligible, and the caller scans.
-func twoLeast(g *group, r *request) int {
-	i, j := pair(r.b.rand(), len(g.members))
+// scanPlain is scanLeast when every member is eligible at its configured
+// weight, the common case: one pass over the flat array, no call per member,
+// the tie bookkeeping only on ties.
+func scanPlain(hot []hotMember, tied []int) (best, n int) {
+	if len(hot) == 0 || len(tied) == 0 {
+		return -1, 0
+	}
+	bc, bw := hot[0].state.inflight.Load(), hot[0].milli
+	n = 1
+	tied[0] = 0
+	for i := 1; i < len(hot); i++ {
+		h := &hot[i]
+		c, w := h.state.inflight.Load(), h.milli
+		lhs, rhs := c*bw, bc*w
+		if lhs > rhs {
+			continue
+		}
+		if lhs < rhs {
+			best, bc, bw, n = i, c, w, 0
+		}
+		if n < len(tied) {
+			tied[n] = i
+		}
+		n++
+	}
+	return best, n
+}
+
+// twoLeast is the power of two choices: two distinct members drawn at random
+// in proportion to weight, the one with fewer requests in flight per weight
+// wins (the first drawn on a tie, so that idle backends share by weight). It
+// returns -1 when neither is eligible, and the caller scans.
+func (lc *leastConn) twoLeast(g *group, r *request) int {
+	i, j, ok := lc.pairs.draw(r.b.rand(), len(g.members))
+	if !ok {
+		return -1
+	}
 	mi, mj := g.members[i], g.members[j]
 	oki, okj := r.ok(mi), r.ok(mj)
 	switch {

@@ -423,3 +423,25 @@ func BenchmarkLeastConnParallel(b *testing.B) {
 		})
 	}
 }
+
+// TestLeastConnTwoChoicesIdleShares: with nothing in flight every pair ties,
+// and the first candidate wins; candidates are drawn in proportion to weight,
+// so idle backends of weights 5,3,2 share 50/30/20, as nginx's least_conn
+// shares ties by weight (a uniform draw would give a third each).
+func TestLeastConnTwoChoicesIdleShares(t *testing.T) {
+	for _, w := range [][]int{{5, 3, 2}, {1, 1, 8, 2}} {
+		b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(w...), TwoChoices: true, Rand: seededRandFunc(7)})
+		const picks = 40000
+		counts := make([]int, len(w))
+		for k := 0; k < picks; k++ {
+			counts[hcPick(t, b)]++
+		}
+		// Binomial standard deviation at most 0.0025: 0.012 is about 5 of them.
+		for i := range w {
+			share, want := float64(counts[i])/picks, float64(w[i])/float64(sumInts(w))
+			if share < want-0.012 || share > want+0.012 {
+				t.Fatalf("weights %v: backend %d has %.3f of idle picks, want %.3f +- 0.012", w, i, share, want)
+			}
+		}
+	}
+}

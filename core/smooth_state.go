@@ -17,6 +17,13 @@ type smoothState struct {
 	// tied is least_conn's scratch list of tied positions (nil for other
 	// strategies); it is used under mu only.
 	tied []int
+	// upTotal is the sum of the weights of the members that are not down;
+	// full records whether the last pass added exactly that, that is, whether
+	// every member that is not down took part at its configured weight (no
+	// member skipped, lowered by failures or ramping), so that smooth_wrr can
+	// tell an unperturbed pass from one that left nginx's steady orbit.
+	upTotal int
+	full    bool
 }
 
 func newSmoothState(g *group) *smoothState {
@@ -30,6 +37,9 @@ func newSmoothState(g *group) *smoothState {
 	}
 	for i, m := range g.members {
 		s.weight[i] = m.weight
+		if !m.down {
+			s.upTotal += m.weight
+		}
 		// A penalty that was still being worked off carries over an Update.
 		e := m.weight - int(m.state.deficit.Load())
 		if e < 0 {
@@ -58,47 +68,57 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 func (s *smoothState) pass(g *group, r *request, among []int) int {
 	best, total := -1, 0
 	simple, ramps := g.scanMode(r)
-	if among == nil {
-		for i, m := range g.members {
-			if simple || r.ok(m) {
-				best, total = s.step(r, i, m, ramps, best, total)
-			}
+	count := len(g.members)
+	if among != nil {
+		count = len(among)
+	}
+	for k := 0; k < count; k++ {
+		i := k
+		if among != nil {
+			i = among[k]
 		}
-	} else {
-		for _, i := range among {
-			m := g.members[i]
-			if simple || r.ok(m) {
-				best, total = s.step(r, i, m, ramps, best, total)
-			}
+		if !simple && !r.ok(g.members[i]) {
+			continue
+		}
+		// The member's effective weight, as nginx adds it. The common case
+		// (configured weight, nobody ramping) stays in this loop.
+		e := s.effective[i]
+		if ramps || e < s.weight[i] {
+			e = s.adjust(r, i, ramps)
+		}
+		s.current[i] += e
+		total += e
+		// Ties go to the earlier member, as in nginx.
+		if best < 0 || s.current[i] > s.current[best] {
+			best = i
 		}
 	}
 	if best >= 0 {
 		s.current[best] -= total
 	}
+	// Effective and slow-start weights never exceed the configured weight,
+	// so the total reaches upTotal only when every member took part fully.
+	s.full = total == s.upTotal
 	return best
 }
 
-// step adds member i's effective weight (capped by its slow-start weight when
-// members ramp) to its current weight and to total, lets the effective weight recover by one
-// toward the configured weight, and keeps the better of i and best (ties go
-// to the earlier member, as in nginx).
-func (s *smoothState) step(r *request, i int, m *member, ramps bool, best, total int) (int, int) {
+// adjust returns the weight member i adds in this pass when it is not simply
+// its configured weight: its effective weight, capped by its slow-start
+// weight when members ramp; and lets the effective weight recover by one
+// toward the configured weight, as nginx does on every pass that sees it.
+func (s *smoothState) adjust(r *request, i int, ramps bool) int {
+	m := s.g.members[i]
 	e := s.effective[i]
 	if ramps {
 		if w := r.weight(m); e > w {
 			e = w
 		}
 	}
-	s.current[i] += e
-	total += e
 	if s.effective[i] < s.weight[i] {
 		s.effective[i]++
 		s.settle(i, m)
 	}
-	if best < 0 || s.current[i] > s.current[best] {
-		best = i
-	}
-	return best, total
+	return e
 }
 
 // fail applies nginx's penalty for a failed request to member m: its

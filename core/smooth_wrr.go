@@ -1,5 +1,7 @@
 package core
 
+import "sync/atomic"
+
 func init() {
 	register(SmoothWRR, strategyInfo{build: buildSmoothWRR})
 }
@@ -8,7 +10,9 @@ func init() {
 // at most MaxScheduleEntries picks is stored as one int32 per pick (4 MiB at
 // the bound) when building it takes at most maxScheduleWork steps; beyond
 // either bound the strategy runs its exact scheduler pick by pick instead.
-// Weights of 1..10 over 100,000 backends, or 1..100 over 10,000, fit.
+// smooth_wrr allocates a second period of the same size the first time it
+// learns an orbit after a disturbance. Weights of 1..10 over 100,000
+// backends, or 1..100 over 10,000, fit.
 const (
 	// MaxScheduleEntries is the longest period, in picks, that smooth_wrr
 	// and gcd_wrr precompute.
@@ -16,14 +20,61 @@ const (
 	maxScheduleWork    = 1 << 27
 )
 
-// smoothWRR is nginx's smooth weighted round robin. In the steady state it
-// reads nginx's sequence from a precomputed period through an atomic cursor:
-// O(1), lock-free. When the scheduled member is ineligible, while a member's
-// weight is not its configured one (failures, slow start), and when the
-// period is beyond the bound, it takes nginx's exact O(n) pass (g.smooth),
-// which shares the pick out among the eligible members by nginx's rule.
+// smoothWRR is nginx's smooth weighted round robin, with one authoritative
+// nginx state at every moment, held in one of two forms:
+//
+//   - table mode: nginx's state is implicit in a position p of a precomputed
+//     period (the orbit nginx's state runs through while nothing perturbs it),
+//     read through an atomic cursor: O(1), lock-free, allocation-free. Member
+//     i's current weight at position p is base_i + p*w_i - W*c_i(p), with base
+//     the state at position 0 (zero for the canonical period that starts from
+//     nginx's initial state), W the sum of the weights, and c_i(p) the picks
+//     of i in table[0:p].
+//   - exact mode: nginx's O(n) pass over g.smooth's current and effective
+//     weights, under the group's lock.
+//
+// The first pick the table cannot serve (a member that is not down is
+// ineligible: refused by the caller, full, failed, whether or not the table
+// schedules it; or a member is unsteady: lowered by failures, ramping)
+// switches to exact mode, seeding g.smooth's current weights from the table
+// position, so that nginx's sequence goes on exactly.
+// Exact mode returns to a table as soon as nginx's state is back on an orbit
+// nothing perturbs: at once when every current weight is 0 (the canonical
+// period's position 0), otherwise when a run of W/gcd unperturbed passes
+// (every member taking part at its configured weight) ends in the state it
+// started from. Those picks, recorded, are then the learned period and that
+// state its base. (Unperturbed, nginx's state is periodic with that period
+// from any state, after a transient shorter than one period, so the return
+// takes at most about two periods of exact passes.)
+//
+// A table pick first makes sure nginx's pass would see every member that is
+// not down: O(1) without a caller's filter and without max_conns or
+// max_fails; O(members with those flags) with them; with a caller's filter
+// (PickFunc), one call of it per member, since nginx's state depends on each
+// answer. Under concurrent picks the order of picks is not defined, as in
+// nginx with several workers; while nothing perturbs the schedule, every
+// whole period still gives each member exactly its weight's share. Beyond
+// the schedule bound the exact mode is all there is.
 type smoothWRR struct {
-	table []int32 // member positions, one period; nil beyond the bound
+	table []int32 // the canonical period; nil beyond the bound
+	cur   *cursor // the canonical period's cursor
+
+	// mode is 0 in exact mode, k when nginx's state is the position of
+	// orbits[k-1]'s cursor. Table entries are read and written atomically:
+	// a pick that loaded the mode just before a switch may still read an
+	// orbit while exact mode records a new one into it.
+	mode   atomic.Int32
+	orbits [2]*smoothOrbit // the canonical period, the learned one
+
+	// Exact mode's bookkeeping, under g.smooth.mu.
+	rec   int   // unperturbed passes recorded into orbits[1]
+	count []int // scratch: picks per member in a table prefix
+}
+
+// smoothOrbit is one period of nginx's unperturbed sequence.
+type smoothOrbit struct {
+	table []int32 // member positions, one period
+	base  []int   // nginx's current weights at position 0; nil means all 0
 	cur   *cursor
 }
 
@@ -38,6 +89,9 @@ func buildSmoothWRR(g *group, c *Config) (strategy, error) {
 		s.table[i] = int32(gen.next())
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
+	s.orbits[0] = &smoothOrbit{table: s.table, cur: s.cur}
+	s.count = make([]int, len(g.members))
+	s.mode.Store(1)
 	return s, nil
 }
 
@@ -51,13 +105,127 @@ func staggerStart(c *Config) uint64 {
 }
 
 func (s *smoothWRR) pick(g *group, r request) int {
-	if s.table != nil && g.steady() {
-		pos := int(s.table[s.cur.take(1)])
-		if r.ok(g.members[pos]) {
-			return pos
+	// A pick from the table is nginx's only when nginx's pass would see
+	// every member that is not down: a member skipped gains no weight and
+	// shrinks the total the chosen one gives up, so it moves nginx off the
+	// table's orbit even when it is not the member the table schedules.
+	if k := s.mode.Load(); k != 0 && g.steady() && g.allEligible(&r) {
+		o := s.orbits[k-1]
+		return int(atomic.LoadInt32(&o.table[o.cur.take(1)]))
+	}
+	return s.exact(g, &r)
+}
+
+// exact makes the pick by nginx's pass, first leaving table mode if the
+// schedule is still in it.
+func (s *smoothWRR) exact(g *group, r *request) int {
+	sm := g.smooth
+	if s.table == nil {
+		return sm.next(g, r, nil)
+	}
+	sm.mu.Lock()
+	if k := s.mode.Load(); k != 0 {
+		o := s.orbits[k-1]
+		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
+		s.mode.Store(0)
+		s.rec = 0
+	}
+	best := sm.pass(g, r, nil)
+	if best >= 0 {
+		s.follow(g, best)
+	}
+	sm.mu.Unlock()
+	return best
+}
+
+// seed sets g.smooth's current weights to nginx's state at position p of
+// orbit o. Effective weights need no seeding: g.smooth holds them in every
+// mode (a failure lowers them at once), and table mode runs only while they
+// are all at their configured weights. Called with g.smooth.mu held; O(p + n).
+func (s *smoothWRR) seed(g *group, o *smoothOrbit, p int) {
+	sm := g.smooth
+	for i := range s.count {
+		s.count[i] = 0
+	}
+	for j := 0; j < p; j++ {
+		s.count[atomic.LoadInt32(&o.table[j])]++
+	}
+	for i, m := range g.members {
+		if m.down {
+			sm.current[i] = 0 // nginx never adds weight to a down peer
+			continue
+		}
+		cw := p*sm.weight[i] - sm.upTotal*s.count[i]
+		if o.base != nil {
+			cw += o.base[i]
+		}
+		sm.current[i] = cw
+	}
+}
+
+// follow watches exact mode's passes for nginx's state coming back onto an
+// unperturbed orbit, and returns to table mode when it does. best is the
+// pass's pick. Called with g.smooth.mu held.
+func (s *smoothWRR) follow(g *group, best int) {
+	sm := g.smooth
+	if sm.current[best] == 0 && allZero(sm.current) {
+		// nginx's initial state: the canonical period's position 0.
+		s.resume(0)
+		return
+	}
+	if !sm.full {
+		s.rec = 0
+		return
+	}
+	o := s.orbits[1]
+	if o == nil {
+		o = &smoothOrbit{
+			table: make([]int32, len(s.table)),
+			base:  make([]int, len(g.members)),
+			cur:   newCursor(len(s.table), 0),
+		}
+		s.orbits[1] = o
+	}
+	if s.rec == 0 {
+		// The state before this pass: every member that is not down gained
+		// its weight, and best gave up the total.
+		for i, m := range g.members {
+			o.base[i] = sm.current[i]
+			if !m.down {
+				o.base[i] -= sm.weight[i]
+			}
+		}
+		o.base[best] += sm.upTotal
+	}
+	atomic.StoreInt32(&o.table[s.rec], int32(best))
+	s.rec++
+	if s.rec < len(o.table) {
+		return
+	}
+	s.rec = 0
+	for i, cw := range sm.current {
+		if cw != o.base[i] {
+			return // still in the transient: record the next period
 		}
 	}
-	return g.smooth.next(g, &r, nil)
+	s.resume(1)
+}
+
+// resume returns to table mode at position 0 of orbit k (0 canonical, 1
+// learned). Called with g.smooth.mu held.
+func (s *smoothWRR) resume(k int) {
+	s.rec = 0
+	s.orbits[k].cur.n.Store(0)
+	s.mode.Store(int32(k + 1))
+}
+
+func allZero(v []int) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // smoothGen generates nginx's smooth sequence over the members of a group

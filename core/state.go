@@ -60,8 +60,11 @@ type backendState struct {
 	owner atomic.Value
 }
 
-func newMember(index int, be Backend, b *Balancer, prev *Balancer) *member {
-	m := &member{
+// newMember fills in m, an element of the balancer's slab of members, for
+// backend be at index, taking over the runtime state of the same address in
+// prev, and returns m.
+func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *member {
+	*m = member{
 		index:       index,
 		addr:        be.Address,
 		weight:      be.Weight,

@@ -67,6 +67,9 @@ type group struct {
 	// plain is true when no member is down or has max_conns or max_fails:
 	// then, without a caller's filter, every member is eligible.
 	plain bool
+	// flagged lists the members that are not down and have max_conns or
+	// max_fails: without a caller's filter, only they can be ineligible.
+	flagged []int32
 	// penalize says whether a failure lowers the member's effective weight:
 	// for the strategies that run nginx's smooth pass (smooth_wrr, least_conn's
 	// ties, the hash strategies' fallback), as nginx does. The others have no
@@ -93,6 +96,9 @@ func newGroup(members []*member, info strategyInfo, c *Config) (*group, error) {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
 		g.totalWeight += m.weight
 		g.plain = g.plain && m.plain
+		if !m.plain && !m.down {
+			g.flagged = append(g.flagged, int32(i))
+		}
 		m.group = g
 		m.pos = i
 		m.state.owner.Store(m)
@@ -130,6 +136,37 @@ func (g *group) chosen(pos int, r request) int {
 // (simple), every ramp check when no member ramps (ramps is false).
 func (g *group) scanMode(r *request) (simple, ramps bool) {
 	return g.plain && r.avail == nil, g.ramps.Load() != 0
+}
+
+// allEligible reports whether every member that is not down may be picked
+// now. Without a caller's filter it looks at the members with max_conns or
+// max_fails only; with one, it asks the filter about every member.
+func (g *group) allEligible(r *request) bool {
+	if r.avail == nil && len(g.flagged) == 0 {
+		return true
+	}
+	return g.checkAll(r)
+}
+
+func (g *group) checkAll(r *request) bool {
+	if r.avail == nil {
+		for _, p := range g.flagged {
+			if !r.check(g.members[p]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, m := range g.members {
+		if m.plain {
+			if !r.avail(m.index) {
+				return false
+			}
+		} else if !m.down && !r.check(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // request is one pick's inputs, passed by value through the strategies.

@@ -5,10 +5,23 @@ func init() {
 }
 
 // weightedRandom picks at random in proportion to weight among the members
-// that are not down, in O(1) through Walker's alias method (Vose's
-// construction), in exact integer arithmetic.
+// that are not down, in O(1) through an alias table.
 type weightedRandom struct {
-	up    []int32
+	up []int32
+	aliasTable
+}
+
+func buildWeightedRandom(g *group, c *Config) (strategy, error) {
+	up := upPositions(g)
+	return &weightedRandom{up: up, aliasTable: newAliasTable(g, up)}, nil
+}
+
+// aliasTable draws member positions in proportion to their configured
+// weights in O(1): Walker's alias method (Vose's construction), in exact
+// integer arithmetic, so that the probabilities are the weights' shares
+// exactly. weighted_random draws from it, and least_conn's two choices and
+// fair draw their candidates from it.
+type aliasTable struct {
 	cells []aliasCell
 	total uint64 // each cell's capacity: the sum of the weights
 }
@@ -21,16 +34,17 @@ type aliasCell struct {
 	alias     int32
 }
 
-func buildWeightedRandom(g *group, c *Config) (strategy, error) {
-	s := &weightedRandom{up: upPositions(g)}
-	n := len(s.up)
+// newAliasTable builds the table over the listed positions of g's members.
+func newAliasTable(g *group, up []int32) aliasTable {
+	var s aliasTable
+	n := len(up)
 	if n == 0 {
-		return s, nil
+		return s
 	}
 	// Member k owns weight_k * n of the n * total units; every column holds
 	// total units, shared by at most two members.
 	units := make([]uint64, n)
-	for k, p := range s.up {
+	for k, p := range up {
 		w := uint64(g.members[p].weight)
 		s.total += w
 		units[k] = w * uint64(n)
@@ -38,7 +52,7 @@ func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 	s.cells = make([]aliasCell, n)
 	var small, large []int
 	for k := 0; k < n; k++ {
-		s.cells[k] = aliasCell{threshold: s.total, pos: s.up[k], alias: s.up[k]}
+		s.cells[k] = aliasCell{threshold: s.total, pos: up[k], alias: up[k]}
 		if units[k] < s.total {
 			small = append(small, k)
 		} else {
@@ -50,7 +64,7 @@ func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 		small = small[:len(small)-1]
 		h := large[len(large)-1]
 		s.cells[l].threshold = units[l]
-		s.cells[l].alias = s.up[h]
+		s.cells[l].alias = up[h]
 		units[h] -= s.total - units[l]
 		if units[h] < s.total {
 			large = large[:len(large)-1]
@@ -58,7 +72,69 @@ func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 		}
 	}
 	// In integers nothing is left over: the remaining columns are full.
-	return s, nil
+	return s
+}
+
+// draw maps a uniform 64-bit x to a member position (the table must not be
+// empty): the high part of x picks the column, the rest decides between the
+// column's two members.
+func (s *aliasTable) draw(x uint64) int32 {
+	col, lo := fastrange(x, uint64(len(s.cells)))
+	c := &s.cells[col]
+	if d, _ := fastrange(lo, s.total); d < c.threshold {
+		return c.pos
+	}
+	return c.alias
+}
+
+// pairDraw draws the two distinct candidates of a power-of-two-choices pick
+// (least_conn's two choices, fair) in proportion to weight, so that when the
+// candidates tie (idle backends) the shares follow the weights, as nginx's
+// least_conn shares ties by weight.
+type pairDraw struct {
+	// uniform is true when no member is down and all weigh the same: then a
+	// uniform pair is already proportional to weight, and pair draws it.
+	uniform bool
+	aliasTable
+}
+
+// pairTries bounds the draws for a second candidate distinct from the first;
+// a heavy member can come up again (weights 99,1: 99% of the time).
+const pairTries = 4
+
+func newPairDraw(g *group) pairDraw {
+	up := upPositions(g)
+	d := pairDraw{uniform: len(up) == len(g.members)}
+	for _, m := range g.members {
+		d.uniform = d.uniform && m.weight == g.members[0].weight
+	}
+	if !d.uniform {
+		d.aliasTable = newAliasTable(g, up)
+	}
+	return d
+}
+
+// draw returns two candidates from one uniform 64-bit x, distinct unless
+// pairTries draws all repeat the first (then i == j), or ok false when there
+// are fewer than two members to draw from.
+func (d *pairDraw) draw(x uint64, n int) (i, j int, ok bool) {
+	if d.uniform {
+		if n < 2 {
+			return 0, 0, false
+		}
+		i, j = pair(x, n)
+		return i, j, true
+	}
+	if len(d.cells) < 2 {
+		return 0, 0, false
+	}
+	i = int(d.aliasTable.draw(x))
+	j = i
+	for t := 0; t < pairTries && j == i; t++ {
+		x += 0x9e3779b97f4a7c15
+		j = int(d.aliasTable.draw(mix64(x)))
+	}
+	return i, j, true
 }
 
 func (s *weightedRandom) pick(g *group, r request) int {
@@ -70,14 +146,8 @@ func (s *weightedRandom) pick(g *group, r request) int {
 	if !g.steady() {
 		return sampleEligible(g, &r, s.up, true)
 	}
-	n := uint64(len(s.cells))
 	for t := 0; t < randomTries; t++ {
-		col, lo := fastrange(r.b.rand(), n)
-		c := &s.cells[col]
-		pos := c.alias
-		if d, _ := fastrange(lo, s.total); d < c.threshold {
-			pos = c.pos
-		}
+		pos := s.draw(r.b.rand())
 		if r.ok(g.members[pos]) {
 			return int(pos)
 		}
