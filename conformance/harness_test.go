@@ -58,6 +58,21 @@ type server struct {
 	maxConns int
 }
 
+// params returns the server's parameters as nginx's server directive takes them.
+func (s server) params() string {
+	p := fmt.Sprintf(" weight=%d", s.weight)
+	if s.down {
+		p += " down"
+	}
+	if s.backup {
+		p += " backup"
+	}
+	if s.maxConns > 0 {
+		p += fmt.Sprintf(" max_conns=%d", s.maxConns)
+	}
+	return p
+}
+
 // upstream is one case: an upstream block and the requests sent through it,
 // in order. keys[i] is request i's key (empty for the round robin methods).
 //
@@ -98,17 +113,7 @@ func (u *upstream) describe(addrs []string) string {
 		fmt.Fprintf(&b, " %s", u.method.directive)
 	}
 	for i, s := range u.servers {
-		fmt.Fprintf(&b, " %s=%s weight=%d", letter(i), addrs[s.slot], s.weight)
-		if s.down {
-			b.WriteString(" down")
-		}
-		if s.backup {
-			b.WriteString(" backup")
-		}
-		if s.maxConns > 0 {
-			fmt.Fprintf(&b, " max_conns=%d", s.maxConns)
-		}
-		b.WriteString(";")
+		fmt.Fprintf(&b, " %s=%s%s;", letter(i), addrs[s.slot], s.params())
 	}
 	b.WriteString(" }")
 	if u.holds != nil {
@@ -361,17 +366,7 @@ http {
 			fmt.Fprintf(&b, "        %s\n", u.method.directive)
 		}
 		for _, s := range u.servers {
-			fmt.Fprintf(&b, "        server %s weight=%d", n.addrs[s.slot], s.weight)
-			if s.down {
-				b.WriteString(" down")
-			}
-			if s.backup {
-				b.WriteString(" backup")
-			}
-			if s.maxConns > 0 {
-				fmt.Fprintf(&b, " max_conns=%d", s.maxConns)
-			}
-			b.WriteString(";\n")
+			fmt.Fprintf(&b, "        server %s%s;\n", n.addrs[s.slot], s.params())
 		}
 		b.WriteString("    }\n")
 	}

@@ -210,6 +210,20 @@ func (c *common) config(strategy string, entries []entry, addrs []string) (core.
 	}, nil
 }
 
+// strategyConfig checks that --strategy was given and builds the core
+// configuration of --backends for it: the start of pick and simulate.
+func (c *common) strategyConfig() (core.Config, []entry, error) {
+	if err := required("strategy", c.strategy); err != nil {
+		return core.Config{}, nil, err
+	}
+	entries, addrs, err := addresses(c.backends)
+	if err != nil {
+		return core.Config{}, nil, err
+	}
+	cfg, err := c.config(c.strategy, entries, addrs)
+	return cfg, entries, err
+}
+
 // addresses parses --backends whose labels must be backend addresses.
 func addresses(s string) ([]entry, []string, error) {
 	entries, err := parseEntries("backends", s)

@@ -18,14 +18,7 @@ func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := parseFlags(&c, fs, args); err != nil {
 		return err
 	}
-	if err := required("strategy", c.strategy); err != nil {
-		return err
-	}
-	entries, addrs, err := addresses(c.backends)
-	if err != nil {
-		return err
-	}
-	cfg, err := c.config(c.strategy, entries, addrs)
+	cfg, _, err := c.strategyConfig()
 	if err != nil {
 		return err
 	}
