@@ -15,6 +15,7 @@
 // counters and failure state of the addresses that remain.
 //
 // The package uses the standard library only and avoids every language feature
-// that Traefik's interpreter (yaegi) lacks: no generics, no min/max builtins,
-// no atomic.Pointer, no range-over-int. Traefik runs it unchanged.
+// that Traefik's interpreter (yaegi) lacks: no generics (so no generic atomic
+// pointer), none of the builtins added after Go 1.20, no range over integers.
+// Traefik runs it unchanged.
 package core
