@@ -71,17 +71,26 @@ func unregister(p *policy) {
 
 // UpstreamState is one upstream in GET /lbpack/state.
 type UpstreamState struct {
-	Address  string `json:"address"`
-	Weight   int    `json:"weight"`
-	Backup   bool   `json:"backup,omitempty"`
-	Down     bool   `json:"down,omitempty"`
-	Picks    int64  `json:"picks"`
-	InFlight int64  `json:"in_flight"`
+	Address string `json:"address"`
+	Weight  int    `json:"weight"`
+	// EffectiveWeight is the weight the upstream takes part with now:
+	// lowered after failures under the policies that follow nginx's
+	// smooth weighting, ramping during a slow start, 0 when down (see
+	// core's Balancer.EffectiveWeight).
+	EffectiveWeight int   `json:"effective_weight"`
+	Backup          bool  `json:"backup,omitempty"`
+	Down            bool  `json:"down,omitempty"`
+	Picks           int64 `json:"picks"`
+	InFlight        int64 `json:"in_flight"`
 	// LatencyMS is the moving average (1/8 weight for the newest sample) of
 	// the successful attempts this policy timed, in milliseconds; only
 	// fair, weighted_least_conn and url_hash's bounded mode time attempts.
 	// Absent before the first.
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
+	// EstimateMS is the latency estimate the strategy itself decides by
+	// (fair's peak EWMA, core's Balancer.Latency), in milliseconds; absent
+	// for the other policies and before the first measurement.
+	EstimateMS *float64 `json:"latency_estimate_ms,omitempty"`
 	// Available is Caddy's health view; absent until a request has shown
 	// the policy this upstream.
 	Available *bool `json:"available,omitempty"`
@@ -104,20 +113,17 @@ func (p *policy) state() PolicyState {
 	for i := 0; i < bal.Len(); i++ {
 		b := bal.Backend(i)
 		u := UpstreamState{
-			Address:  b.Address,
-			Weight:   b.Weight,
-			Backup:   b.Backup,
-			Down:     b.Down,
-			InFlight: bal.InFlight(i),
+			Address:         b.Address,
+			Weight:          b.Weight,
+			EffectiveWeight: bal.EffectiveWeight(i),
+			Backup:          b.Backup,
+			Down:            b.Down,
+			InFlight:        bal.InFlight(i),
+			EstimateMS:      millis(bal.Latency(i)),
 		}
-		var l time.Duration
 		if i < len(stats) {
 			u.Picks = stats[i].picks.Load()
-			l = time.Duration(stats[i].latency.Load())
-		}
-		if l > 0 {
-			ms := float64(l) / float64(time.Millisecond)
-			u.LatencyMS = &ms
+			u.LatencyMS = millis(time.Duration(stats[i].latency.Load()))
 		}
 		if i < len(ups) && ups[i] != nil {
 			a := p.available(ups[i])
@@ -126,6 +132,15 @@ func (p *policy) state() PolicyState {
 		ps.Upstreams = append(ps.Upstreams, u)
 	}
 	return ps
+}
+
+// millis is d in milliseconds, nil when d is 0 (not measured).
+func millis(d time.Duration) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := float64(d) / float64(time.Millisecond)
+	return &ms
 }
 
 // livePolicies returns the state of every provisioned policy, by id.
@@ -145,8 +160,8 @@ func livePolicies() []PolicyState {
 }
 
 // AdminState is the admin API module serving GET /lbpack/state: every lbpack
-// policy of the running config with its upstreams' weights, picks, requests
-// in flight, latency estimates and availability.
+// policy of the running config with its upstreams' weights and effective
+// weights, picks, requests in flight, latency estimates and availability.
 type AdminState struct{}
 
 // CaddyModule returns the Caddy module information.

@@ -53,27 +53,36 @@ func BenchmarkSelect(b *testing.B) {
 		if err := caddyWRR.Provision(ctx); err != nil {
 			b.Fatal(err)
 		}
+		// With one upstream unhealthy lbpack's policies pick with a filter
+		// over all upstreams (see seen), as Caddy's own always do.
+		oneDown := up[n/2]
 		policies := []struct {
 			name string
 			sel  reverseproxy.Selector
+			down *reverseproxy.Upstream // seen unhealthy by the lbpack policy
 		}{
-			{"caddy_round_robin", new(reverseproxy.RoundRobinSelection)},
-			{"caddy_weighted_round_robin", caddyWRR},
-			{"caddy_least_conn", reverseproxy.LeastConnSelection{}},
-			{"caddy_uri_hash", reverseproxy.URIHashSelection{}},
-			{"caddy_client_ip_hash", reverseproxy.ClientIPHashSelection{}},
-			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}},
-			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}},
-			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}},
-			{"url_hash_maglev", &URLHash{base: base{Options: Options{Weights: weights}}, Mode: "maglev"}},
-			{"nginx_ip_hash", &NginxIPHash{base: base{Options: Options{Weights: weights}}}},
-			{"weighted_least_conn", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}}},
-			{"weighted_least_conn_two_choices", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}, TwoChoices: true}},
-			{"fair", &Fair{base: base{Options: Options{Weights: weights}}}},
+			{"caddy_round_robin", new(reverseproxy.RoundRobinSelection), nil},
+			{"caddy_weighted_round_robin", caddyWRR, nil},
+			{"caddy_least_conn", reverseproxy.LeastConnSelection{}, nil},
+			{"caddy_uri_hash", reverseproxy.URIHashSelection{}, nil},
+			{"caddy_client_ip_hash", reverseproxy.ClientIPHashSelection{}, nil},
+			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, nil},
+			{"smooth_wrr_one_unhealthy", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, oneDown},
+			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}, nil},
+			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}, nil},
+			{"url_hash_maglev", &URLHash{base: base{Options: Options{Weights: weights}}, Mode: "maglev"}, nil},
+			{"nginx_ip_hash", &NginxIPHash{base: base{Options: Options{Weights: weights}}}, nil},
+			{"weighted_least_conn", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}}, nil},
+			{"weighted_least_conn_two_choices", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}, TwoChoices: true}, nil},
+			{"fair", &Fair{base: base{Options: Options{Weights: weights}}}, nil},
 		}
 		for _, pc := range policies {
 			if s, ok := pc.sel.(selector); ok {
+				// Caddy's own health predicates, as Select uses them in Caddy.
 				provision(b, s, &health{})
+				down := pc.down
+				s.pol().healthy = func(u *reverseproxy.Upstream) bool { return u != down && u.Healthy() }
+				s.pol().available = func(u *reverseproxy.Upstream) bool { return u != down && u.Available() }
 			}
 			pc.sel.Select(up, reqs[0], nil) // build the balancer outside the timing
 			b.Run("n="+strconv.Itoa(n)+"/"+pc.name, func(b *testing.B) {

@@ -13,9 +13,13 @@
 // dial address in its block (weight 10.0.0.1:80 5; needed for dynamic
 // upstreams), and per address the flags backup, down and slow_start.
 // Availability is Caddy's own: active and passive health checks and
-// max_requests, through Upstream.Available. Per-upstream state is keyed by
-// the dial address, so it survives dynamic upstreams (fresh *Upstream values
-// on every request) and retries.
+// max_requests, through Upstream.Available. A pick asks Caddy about the
+// chosen upstream only, and reads the health of all of them at most every
+// 250ms, so that it stays O(1) where the strategy is; an upstream that comes
+// back healthy starts its slow start. The choices are nginx's exactly while
+// health is stable (see seen for what happens when it changes). Per-upstream
+// state is keyed by the dial address, so it survives dynamic upstreams (fresh
+// *Upstream values on every request) and retries.
 //
 // Upstreams must dial host:port (no unix sockets, no placeholders in the
 // address): the address is the upstream's identity and the hash strategies

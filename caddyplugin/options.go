@@ -45,7 +45,8 @@ type UpstreamOptions struct {
 	Down bool `json:"down,omitempty"`
 
 	// SlowStart is the time over which an upstream that joins a running
-	// pool ramps its weight up from 10% to 100%.
+	// pool, or comes back after Caddy's health checks had it unhealthy,
+	// ramps its weight up from 10% to 100%.
 	SlowStart caddy.Duration `json:"slow_start,omitempty"`
 }
 

@@ -59,8 +59,13 @@ type policy struct {
 	// track makes Select report each attempt's start and end to the
 	// balancer (fair, weighted_least_conn, url_hash's bounded mode).
 	track bool
-	// available is Caddy's health view of an upstream; tests replace it.
+	// available says whether an upstream may take a request now (Caddy's
+	// Upstream.Available: healthy and not full); healthy is the health part
+	// alone (Upstream.Healthy), which scans record (see seen). clock is
+	// monotonic ns (monotonicNow). Tests replace all three.
 	available func(*reverseproxy.Upstream) bool
+	healthy   func(*reverseproxy.Upstream) bool
+	clock     func() int64
 	// attemptVar names the request variable holding this policy's attempt.
 	attemptVar string
 
@@ -78,9 +83,10 @@ type policy struct {
 
 // poolEntry is the balancer for one set of dial addresses.
 type poolEntry struct {
-	bal   *core.Balancer
-	stats []*upstreamStats // by backend index
-	err   error            // why this set cannot be balanced; Select returns nil
+	bal    *core.Balancer
+	stats  []*upstreamStats // by backend index
+	health seen             // Caddy's health of the upstreams, as last seen
+	err    error            // why this set cannot be balanced; Select returns nil
 }
 
 // snapshot binds one pool slice to its balancer: ups maps the balancer's
@@ -90,7 +96,8 @@ type snapshot struct {
 	entry *poolEntry
 	ups   []*reverseproxy.Upstream // by backend index
 	pred  func(*reverseproxy.Upstream) bool
-	avail func(int) bool // s.availableAt, bound once so picks do not allocate
+	// s.availableAt and s.seenHealthy, bound once so picks do not allocate.
+	avail, healthy func(int) bool
 }
 
 // upstreamStats are the counters of one dial address, kept across pool
@@ -124,11 +131,16 @@ func (s *snapshot) matches(pool reverseproxy.UpstreamPool) bool {
 }
 
 // availableAt is the availability predicate handed to core: backend i is
-// available when Caddy's health checks say so.
+// available when it is not seen unhealthy (see seen) and Caddy says it is
+// available now.
 func (s *snapshot) availableAt(i int) bool {
 	u := s.ups[i]
-	return u != nil && s.pred(u)
+	return u != nil && !s.entry.health.down[i].Load() && s.pred(u)
 }
+
+// seenHealthy is the filter of an ordinary pick while some upstreams are
+// seen unhealthy: it leaves those out and asks Caddy nothing.
+func (s *snapshot) seenHealthy(i int) bool { return !s.entry.health.down[i].Load() }
 
 // policySeq numbers policies for their ids.
 var policySeq atomic.Int64
@@ -143,6 +155,12 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	p.attemptVar = "lbpack.attempt." + p.id
 	if p.available == nil {
 		p.available = (*reverseproxy.Upstream).Available
+	}
+	if p.healthy == nil {
+		p.healthy = (*reverseproxy.Upstream).Healthy
+	}
+	if p.clock == nil {
+		p.clock = monotonicNow
 	}
 	p.sets = make(map[string]*poolEntry)
 	p.stats = make(map[string]*upstreamStats)
@@ -220,7 +238,9 @@ func (p *policy) cleanup() error {
 
 // pick is the shared Select: it returns the chosen upstream, or nil (Caddy
 // answers 503 or retries) when none is available or the pool cannot be
-// balanced.
+// balanced. It never returns an upstream that Caddy says is unavailable at
+// the moment of the pick. See seen for how it avoids asking Caddy about
+// every upstream.
 func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
@@ -240,15 +260,61 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	if p.key != nil {
 		key = p.key(r)
 	}
-	i, err := e.bal.PickFunc(key, s.avail)
-	if err != nil {
+	i := p.choose(s, key)
+	if i < 0 {
 		return nil
 	}
-	e.stats[i].picks.Add(1)
 	if p.track {
 		p.startAttempt(e, i, r)
 	}
 	return s.ups[i]
+}
+
+// choose returns the backend index of the pick, or -1 when none is
+// available, and counts the pick. See seen for what it asks Caddy when.
+func (p *policy) choose(s *snapshot, key string) int {
+	e := s.entry
+	h := &e.health
+	// The pick leaves out the upstreams seen unhealthy. With none, it has
+	// no filter at all: O(1) for the scheduled strategies.
+	var filter func(int) bool
+	if h.count.Load() != 0 {
+		// The pick is O(n) anyway: look at the clock every time, so that
+		// a recovery is seen within healthRefresh.
+		p.scanIfDue(s)
+		if h.count.Load() != 0 {
+			filter = s.healthy
+		}
+	}
+	i, err := e.bal.PickFunc(key, filter)
+	if err == nil {
+		// Ask Caddy about the chosen upstream only.
+		u := s.ups[i]
+		if u != nil && p.available(u) {
+			if e.stats[i].picks.Add(1)%clockEvery == 0 && filter == nil {
+				p.scanIfDue(s)
+			}
+			return i
+		}
+		if u == nil || !p.healthy(u) {
+			// Its health changed since the last scan; others' may have too.
+			h.mark(i)
+			p.scan(s, p.clock(), true)
+		}
+	} else if filter != nil {
+		// Everything left is unavailable: look again at those seen
+		// unhealthy before answering that none is available.
+		p.scan(s, p.clock(), true)
+	} else {
+		return -1
+	}
+	// Pick again among the upstreams Caddy says are available now.
+	i, err = e.bal.PickFunc(key, s.avail)
+	if err != nil {
+		return -1
+	}
+	e.stats[i].picks.Add(1)
+	return i
 }
 
 // snapshotFor builds (or finds) the snapshot for a pool that is not the
@@ -264,11 +330,15 @@ func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
 		dials[i] = u.Dial
 	}
 	s := &snapshot{pool: pool, entry: p.entryFor(dials), pred: p.available}
-	s.avail = s.availableAt
+	s.avail, s.healthy = s.availableAt, s.seenHealthy
 	if s.entry.err == nil {
 		s.ups = make([]*reverseproxy.Upstream, s.entry.bal.Len())
 		for _, u := range pool {
 			s.ups[s.entry.bal.Index(u.Dial)] = u
+		}
+		if s.entry.health.next.Load() == 0 {
+			// A new balancer: see Caddy's health before its first pick.
+			p.scan(s, p.clock(), false)
 		}
 	}
 	p.cur.Store(s)
@@ -310,6 +380,7 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 			zap.String("policy", p.id), zap.Strings("upstreams", dials), zap.Error(e.err))
 	} else {
 		p.base = e.bal
+		e.health.down = make([]atomic.Bool, len(backends))
 		e.stats = make([]*upstreamStats, len(backends))
 		for i, b := range backends {
 			st := p.stats[b.Address]

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,11 +31,39 @@ func (m *Fair) pol() *policy              { return &m.p }
 func (m *WeightedLeastConn) pol() *policy { return &m.p }
 func (m *NginxIPHash) pol() *policy       { return &m.p }
 
-// health is an injectable availability predicate: upstreams whose dial
-// address is in down are unavailable.
-type health struct{ down map[string]bool }
+// health is an injectable view of Caddy's health: upstreams whose dial
+// address is in down are unhealthy, those in full are healthy but at their
+// max_requests. It counts the questions asked; set changes it safely while
+// Selects run.
+type health struct {
+	mu             sync.Mutex
+	down, full     map[string]bool
+	asked, checked atomic.Int64 // calls of available, of healthy
+}
 
-func (h *health) available(u *reverseproxy.Upstream) bool { return !h.down[u.Dial] }
+func (h *health) available(u *reverseproxy.Upstream) bool {
+	h.asked.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.down[u.Dial] && !h.full[u.Dial]
+}
+
+func (h *health) healthy(u *reverseproxy.Upstream) bool {
+	h.checked.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.down[u.Dial]
+}
+
+// set marks dial unhealthy (down) or healthy.
+func (h *health) set(dial string, down bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down == nil {
+		h.down = map[string]bool{}
+	}
+	h.down[dial] = down
+}
 
 // provision provisions m outside any reverse proxy with a quiet logger and
 // the health predicate h; it registers m's cleanup.
@@ -42,6 +72,7 @@ func provision(t testing.TB, m selector, h *health) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	m.pol().available = h.available
+	m.pol().healthy = h.healthy
 	if err := m.Provision(ctx); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
@@ -244,18 +275,26 @@ func TestSelectDuplicateUpstream(t *testing.T) {
 	}
 }
 
-// The static path allocates nothing.
+// The static path allocates nothing, whether every upstream is healthy (no
+// filter) or one is not (core asks the filter about each).
 func TestSelectStaticAllocs(t *testing.T) {
-	for _, m := range []selector{
-		&SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
-		&GCDWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
-		&NginxIPHash{},
-	} {
-		provision(t, m, &health{})
-		static := pool(abc...)
-		r := request("/", nil)
-		if n := testing.AllocsPerRun(1000, func() { m.Select(static, r, nil) }); n != 0 {
-			t.Errorf("%s: %v allocations per Select, want 0", m.pol().name, n)
+	for _, down := range []bool{false, true} {
+		for _, m := range []selector{
+			&SmoothWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
+			&GCDWRR{base: base{Options: Options{Weights: []int{5, 3, 2}}}},
+			&NginxIPHash{},
+		} {
+			h := &health{}
+			h.set(abc[2], down)
+			provision(t, m, h)
+			static := pool(abc...)
+			r := request("/", nil)
+			if n := testing.AllocsPerRun(1000, func() { m.Select(static, r, nil) }); n != 0 {
+				t.Errorf("%s, c unhealthy %v: %v allocations per Select, want 0", m.pol().name, down, n)
+			}
+			if got := seenDown(m.pol()); (got == 1) != down {
+				t.Errorf("%s, c unhealthy %v: %d seen down", m.pol().name, down, got)
+			}
 		}
 	}
 }

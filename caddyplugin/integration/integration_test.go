@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,11 +154,12 @@ func TestAdminStateAndMetrics(t *testing.T) {
 			ID        string
 			Policy    string
 			Upstreams []struct {
-				Address   string
-				Weight    int
-				Picks     int64
-				InFlight  int64 `json:"in_flight"`
-				Available *bool
+				Address         string
+				Weight          int
+				EffectiveWeight int `json:"effective_weight"`
+				Picks           int64
+				InFlight        int64 `json:"in_flight"`
+				Available       *bool
 			}
 		}
 	}
@@ -170,9 +172,9 @@ func TestAdminStateAndMetrics(t *testing.T) {
 	want := map[string][2]int64{a.addr(): {5, 10}, b.addr(): {3, 6}, c.addr(): {2, 4}}
 	for _, u := range state.Policies[0].Upstreams {
 		w := want[u.Address]
-		if int64(u.Weight) != w[0] || u.Picks != w[1] || u.InFlight != 0 || u.Available == nil || !*u.Available {
-			t.Errorf("upstream %s: weight %d picks %d in flight %d available %v; want weight %d picks %d, idle, available",
-				u.Address, u.Weight, u.Picks, u.InFlight, u.Available, w[0], w[1])
+		if int64(u.Weight) != w[0] || int64(u.EffectiveWeight) != w[0] || u.Picks != w[1] || u.InFlight != 0 || u.Available == nil || !*u.Available {
+			t.Errorf("upstream %s: weight %d effective %d picks %d in flight %d available %v; want weight and effective weight %d, picks %d, idle, available",
+				u.Address, u.Weight, u.EffectiveWeight, u.Picks, u.InFlight, u.Available, w[0], w[1])
 		}
 	}
 
@@ -257,8 +259,9 @@ func TestFairAvoidsSlowBackend(t *testing.T) {
 	var state struct {
 		Policies []struct {
 			Upstreams []struct {
-				Address   string
-				LatencyMS float64 `json:"latency_ms"`
+				Address    string
+				LatencyMS  float64 `json:"latency_ms"`
+				EstimateMS float64 `json:"latency_estimate_ms"`
 			}
 		}
 	}
@@ -268,7 +271,11 @@ func TestFairAvoidsSlowBackend(t *testing.T) {
 	for _, u := range state.Policies[0].Upstreams {
 		slow := u.Address == b.addr()
 		if slow && u.LatencyMS < 150 || !slow && (u.LatencyMS <= 0 || u.LatencyMS >= 150) {
-			t.Errorf("%s: latency estimate %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.LatencyMS)
+			t.Errorf("%s: latency average %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.LatencyMS)
+		}
+		// fair's own estimate is a peak EWMA: at least b's 150 ms.
+		if slow && u.EstimateMS < 150 || !slow && (u.EstimateMS <= 0 || u.EstimateMS >= 150) {
+			t.Errorf("%s: fair's latency estimate %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.EstimateMS)
 		}
 	}
 }
@@ -297,5 +304,79 @@ func TestAllUpstreamsDown(t *testing.T) {
 		if got := strings.Join(codes, " "); got != "502 502 503" {
 			t.Errorf("%s over two dead upstreams: statuses %s, want 502 502 503", policy, got)
 		}
+	}
+}
+
+// When Caddy's active health check brings an upstream back, the policy sees
+// it and starts the upstream's slow start: b's effective weight is 10% of
+// its weight and it takes about that share.
+func TestRecoveryStartsSlowStart(t *testing.T) {
+	var sick atomic.Bool
+	sick.Store(true)
+	a := newBackend(t, "a", 0)
+	b := &backend{name: "b"}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" && sick.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "b")
+	}))
+	t.Cleanup(b.srv.Close)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, fmt.Sprintf(`%s %s {
+		lb_policy smooth_wrr {
+			weight %s 10
+			weight %s 10
+			slow_start %s 1h
+		}
+		health_uri /health
+		health_interval 50ms
+		health_passes 1
+		health_fails 1
+	}`, a.addr(), b.addr(), a.addr(), b.addr(), b.addr())))
+
+	type upstream struct {
+		Address         string
+		EffectiveWeight int `json:"effective_weight"`
+		Available       *bool
+	}
+	stateOfB := func() upstream {
+		_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
+		var state struct {
+			Policies []struct{ Upstreams []upstream }
+		}
+		if err := json.Unmarshal([]byte(body), &state); err != nil || len(state.Policies) != 1 {
+			t.Fatalf("state %s: %v", body, err)
+		}
+		for _, u := range state.Policies[0].Upstreams {
+			if u.Address == b.addr() {
+				return u
+			}
+		}
+		t.Fatalf("state %s: no upstream %s", body, b.addr())
+		return upstream{}
+	}
+	// until makes requests until cond holds, for at most 5s.
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 5s: %s", what)
+			}
+			sequence(t, tc, port, 1)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	until("b unavailable", func() bool { u := stateOfB(); return u.Available != nil && !*u.Available })
+	if got := sequence(t, tc, port, 5); got != "a a a a a" {
+		t.Fatalf("b unhealthy: got %s, want a only", got)
+	}
+	sick.Store(false)
+	until("b back with 10% of its weight", func() bool { return stateOfB().EffectiveWeight == 1 })
+	if n := strings.Count(sequence(t, tc, port, 22), "b"); n < 1 || n > 3 {
+		t.Errorf("b ramping at weight 1 against a's 10: %d of 22 requests, want 2 +- 1", n)
 	}
 }
