@@ -86,6 +86,11 @@ type Balancer struct {
 	// that was removed count until they are done). Only url_hash's bounded
 	// mode reads it, so only it has one; nil otherwise.
 	inflight *atomic.Int64
+	// failing counts the backends whose failure count is not 0, shared like
+	// inflight (a backend removed while it has failures stays counted until
+	// a success through an older balancer clears them). While it is 0, no
+	// backend can be out for max_fails, which lets a pick skip the check.
+	failing *atomic.Int32
 }
 
 // New validates cfg and builds a balancer. Errors name the field and value.
@@ -119,6 +124,11 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		byAddr: make(map[string]int, len(cfg.Backends)),
 		now:    cfg.Now,
 		rand:   cfg.Rand,
+	}
+	if prev != nil {
+		b.failing = prev.failing
+	} else {
+		b.failing = new(atomic.Int32)
 	}
 	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
 		if prev != nil && prev.inflight != nil {
@@ -165,11 +175,11 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		return nil, errors.New("lbpack: backends: every backend is a backup; at least one must be primary")
 	}
 	var err error
-	if b.primary, err = newGroup(primary, info, &b.cfg); err != nil {
+	if b.primary, err = newGroup(primary, info, b); err != nil {
 		return nil, err
 	}
 	if len(backup) > 0 {
-		if b.backup, err = newGroup(backup, info, &b.cfg); err != nil {
+		if b.backup, err = newGroup(backup, info, b); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +225,20 @@ func checkOptions(c *Config) error {
 // url_hash); the others ignore it. It returns ErrNoBackend when no backend is
 // available.
 func (b *Balancer) Pick(key string) (int, error) {
-	return b.PickFunc(key, nil)
+	g := b.primary
+	// The fast path: the next entry of a table strategy's canonical
+	// schedule while it is exact (every member steady and eligible), which
+	// is the strategy's own table pick without the call through the
+	// interface. Under Traefik's interpreter every call, local variable and
+	// atomic operation costs more than a compiled pick, so it is one
+	// expression; the cursor's plain modulo is exact at any count (take
+	// reduces the count by whole periods only).
+	if g.sched.mode.Load() == 1 && g.unsteady.Load() == 0 &&
+		(len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // g.quiet()
+		o := g.sched.orbits[0]
+		return g.members[o.table[(o.cur.n.Add(1)-1)%o.cur.size]].index, nil
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 // PickFunc is Pick with the caller's own view of availability: available(i)
@@ -224,15 +247,24 @@ func (b *Balancer) Pick(key string) (int, error) {
 // means every backend is available as far as the caller knows. Backends the
 // caller refuses are skipped the way nginx skips an unavailable peer.
 func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error) {
-	// The request travels by value: a pointer passed through the strategy
-	// interface would escape and cost an allocation per pick.
-	r := request{key: key, avail: available, b: b}
+	if available == nil {
+		return b.Pick(key)
+	}
+	return pickFrom(b, request{key: key, avail: available, b: b})
+}
+
+// pickFrom asks the strategy, of the primary group and then of the backups.
+// The request travels by value: a pointer passed through the strategy
+// interface would escape and cost an allocation per pick. (This and other
+// helpers on the pick path are functions, not methods: under Traefik's
+// interpreter a method call costs about four function calls.)
+func pickFrom(b *Balancer, r request) (int, error) {
 	if i := b.primary.strategy.pick(b.primary, r); i >= 0 {
-		return b.primary.chosen(i, r), nil
+		return chosen(b.primary, i, r), nil
 	}
 	if b.backup != nil {
 		if i := b.backup.strategy.pick(b.backup, r); i >= 0 {
-			return b.backup.chosen(i, r), nil
+			return chosen(b.backup, i, r), nil
 		}
 	}
 	return -1, ErrNoBackend

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +122,176 @@ func TestUpdateKeepsStateAndOptions(t *testing.T) {
 	if nb.InFlight(99) != 0 {
 		t.Fatal("InFlight out of range")
 	}
+}
+
+// TestPickFastPathMatchesNginx plays random failures, recoveries and clock
+// steps against nginx's reference under smooth_wrr, whose picks go through
+// Pick's inline table path whenever no backend has failures, and through the
+// strategy otherwise: every pick must be nginx's.
+func TestPickFastPathMatchesNginx(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	fast := 0
+	for set := 0; set < 40; set++ {
+		n := 2 + rng.Intn(5)
+		weights, maxFails := make([]int, n), make([]int, n)
+		bs := make([]Backend, n)
+		for i := range bs {
+			weights[i] = 1 + rng.Intn(6)
+			maxFails[i] = rng.Intn(4)
+			bs[i] = Backend{Address: fmt.Sprintf("10.4.0.%d:80", i+1), Weight: weights[i],
+				MaxFails: maxFails[i], FailTimeout: 10 * time.Second}
+		}
+		clock := newHCClock()
+		base := clock.t.Unix()
+		ref := newNginxRR(weights, maxFails, 10)
+		b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
+		for step := 0; step < 400; step++ {
+			if rng.Intn(8) == 0 {
+				clock.add(time.Duration(1+rng.Intn(6)) * time.Second)
+			}
+			now := clock.t.Unix() - base
+			if b.failing.Load() == 0 && b.primary.sched.mode.Load() == 1 && b.primary.steady() {
+				fast++
+			}
+			want := ref.get(now)
+			got, err := b.Pick("")
+			if want < 0 {
+				if err != ErrNoBackend {
+					t.Fatalf("set %d step %d: got %d, %v; nginx finds none", set, step, got, err)
+				}
+				continue
+			}
+			if got != want {
+				t.Fatalf("set %d (weights %v max_fails %v) step %d: got %d, nginx %d", set, weights, maxFails, step, got, want)
+			}
+			// Failures come in bursts, so that runs without any leave
+			// nginx's state on the table's orbit again.
+			failed := step%100 < 20 && rng.Intn(3) == 0 && got%2 == 0
+			b.Start(got)
+			b.Done(got, time.Millisecond, failed)
+			ref.free(want, failed, now)
+		}
+	}
+	if fast < 1000 {
+		t.Errorf("only %d picks could take the fast path; the test does not exercise it", fast)
+	}
+}
+
+// TestPickMatchesPickFunc checks that Pick, inline table path included, and
+// PickFunc with a filter that allows everything (which always goes through
+// the strategy) make the same picks, on twin balancers given the same
+// failures, for each table strategy and for backends with flags.
+func TestPickMatchesPickFunc(t *testing.T) {
+	all := func(int) bool { return true }
+	for _, strategy := range []string{SmoothWRR, GCDWRR, RoundRobin} {
+		for _, flags := range []string{"plain", "max_fails", "down", "max_conns"} {
+			bs := testBackends([]int{5, 1, 3, 2, 4}, nil)
+			for i := range bs {
+				switch flags {
+				case "max_fails":
+					bs[i].MaxFails = 1
+				case "down":
+					bs[i].Down = i == 2
+				case "max_conns":
+					bs[i].MaxConns = 2
+				}
+			}
+			clock := newHCClock()
+			x := hcNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
+			y := hcNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
+			var held []int
+			for step := 0; step < 300; step++ {
+				if step%50 == 49 {
+					clock.add(11 * time.Second)
+				}
+				i, err1 := x.Pick("")
+				j, err2 := y.PickFunc("", all)
+				if i != j || err1 != err2 {
+					t.Fatalf("%s %s step %d: Pick %d, %v; PickFunc %d, %v", strategy, flags, step, i, err1, j, err2)
+				}
+				if err1 != nil {
+					continue
+				}
+				x.Start(i)
+				y.Start(j)
+				if flags == "max_conns" && step%7 == 0 {
+					held = append(held, i) // stays in flight for a while
+					continue
+				}
+				failed := step%50 < 10 && i == 3
+				x.Done(i, 0, failed)
+				y.Done(j, 0, failed)
+				if len(held) > 3 {
+					x.Done(held[0], 0, false)
+					y.Done(held[0], 0, false)
+					held = held[1:]
+				}
+			}
+		}
+	}
+}
+
+// TestFailingCount checks the count of backends with failures that lets a
+// pick skip the max_fails checks: up on a first failure, down when a success
+// after a probe clears them, carried over an Update, cleared in the single
+// backend case.
+func TestFailingCount(t *testing.T) {
+	clock := newHCClock()
+	bs := testBackends([]int{1, 1, 1}, nil)
+	for i := range bs {
+		bs[i].MaxFails = 2
+	}
+	b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
+	check := func(when string, b *Balancer, want int32) {
+		t.Helper()
+		if got := b.failing.Load(); got != want {
+			t.Fatalf("%s: %d backends counted as failing, want %d", when, got, want)
+		}
+	}
+	b.Start(0)
+	b.Done(0, 0, true)
+	check("one failure", b, 1)
+	b.Start(0)
+	b.Done(0, 0, true)
+	check("second failure of the same backend", b, 1)
+	b.Start(1)
+	b.Done(1, 0, true)
+	check("failure of another", b, 2)
+	b.Start(1)
+	b.Done(1, 0, false)
+	check("success without a probe", b, 2) // nginx keeps fails until a probe
+	u, err := b.Update(bs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after Update", u, 2)
+	clock.add(11 * time.Second)
+	// Every backend is eligible again (fail_timeout passed); picks probe.
+	seen := map[int]bool{}
+	for k := 0; k < 6; k++ {
+		i, err := u.Pick("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[i] = true
+		u.Start(i)
+		u.Done(i, 0, false)
+	}
+	if !seen[0] || !seen[1] {
+		t.Fatalf("picks %v: both backends should have been probed", seen)
+	}
+	check("after successful probes", u, 0)
+	check("the older balancer shares the count", b, 0)
+
+	one := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs[:2], Now: clock.now})
+	one.Start(0)
+	one.Done(0, 0, true)
+	check("two backends, one failure", one, 1)
+	single, err := one.Update(bs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	single.Start(0)
+	single.Done(0, 0, false)
+	check("single backend: failures not kept", single, 0)
 }

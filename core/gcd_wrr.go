@@ -45,6 +45,7 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 		s.table[i] = int32(gen.next())
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
+	g.sched.follow(1, &orbit{table: s.table, cur: s.cur})
 	// Ramps start from LVS's initial state.
 	gen.i, gen.cw = len(gen.pos)-1, 0
 	return s, nil

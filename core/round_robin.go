@@ -20,6 +20,7 @@ func buildRoundRobin(g *group, c *Config) (strategy, error) {
 	s := &roundRobin{up: upPositions(g)}
 	if len(s.up) > 0 {
 		s.cur = newCursor(len(s.up), 0)
+		g.sched.follow(1, &orbit{table: s.up, cur: s.cur})
 	}
 	return s, nil
 }
@@ -98,15 +99,22 @@ func newCursor(size int, start uint64) *cursor {
 }
 
 // take consumes k consecutive positions and returns the first of them.
+// (Balancer.Pick's fast path takes one position with a plain modulo
+// instead, which is exact too: the counter only ever loses whole periods.)
 func (c *cursor) take(k uint64) int {
-	v := c.n.Add(k)
-	old := v - k
-	if old < c.limit {
-		if v >= c.limit {
-			c.n.Add(^(c.limit - 1)) // subtracts limit
-		}
+	old := c.n.Add(k) - k
+	if old+k < c.limit {
 		hi, _ := bits.Mul64(c.m*old, c.size)
 		return int(hi)
+	}
+	return c.wrap(old)
+}
+
+// wrap is take's rare path, for a take that ended at or beyond limit: the
+// one whose add carried the counter across limit takes limit back off.
+func (c *cursor) wrap(old uint64) int {
+	if old < c.limit {
+		c.n.Add(^(c.limit - 1)) // subtracts limit
 	}
 	return int(old % c.size)
 }

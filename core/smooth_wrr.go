@@ -59,27 +59,22 @@ type smoothWRR struct {
 	table []int32 // the canonical period; nil beyond the bound
 	cur   *cursor // the canonical period's cursor
 
+	// sched is the group's schedule, which Balancer.Pick reads too. Its
 	// mode is 0 in exact mode, k when nginx's state is the position of
-	// orbits[k-1]'s cursor. Table entries are read and written atomically:
-	// a pick that loaded the mode just before a switch may still read an
-	// orbit while exact mode records a new one into it.
-	mode   atomic.Int32
-	orbits [2]*smoothOrbit // the canonical period, the learned one
+	// orbits[k-1]'s cursor; the orbits are the canonical period and the
+	// learned one. The learned orbit's entries are read and written
+	// atomically: a pick that loaded the mode just before a switch may still
+	// read it while exact mode records a new period into it.
+	sched *schedule
+	mode  *atomic.Int32 // &sched.mode
 
 	// Exact mode's bookkeeping, under g.smooth.mu.
 	rec   int   // unperturbed passes recorded into orbits[1]
 	count []int // scratch: picks per member in a table prefix
 }
 
-// smoothOrbit is one period of nginx's unperturbed sequence.
-type smoothOrbit struct {
-	table []int32 // member positions, one period
-	base  []int   // nginx's current weights at position 0; nil means all 0
-	cur   *cursor
-}
-
 func buildSmoothWRR(g *group, c *Config) (strategy, error) {
-	s := &smoothWRR{}
+	s := &smoothWRR{sched: &g.sched, mode: &g.sched.mode}
 	gen := newSmoothGen(g)
 	if gen == nil || gen.period > MaxScheduleEntries || gen.period*len(gen.classes) > maxScheduleWork {
 		return s, nil
@@ -89,9 +84,8 @@ func buildSmoothWRR(g *group, c *Config) (strategy, error) {
 		s.table[i] = int32(gen.next())
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
-	s.orbits[0] = &smoothOrbit{table: s.table, cur: s.cur}
 	s.count = make([]int, len(g.members))
-	s.mode.Store(1)
+	s.sched.follow(1, &orbit{table: s.table, cur: s.cur})
 	return s, nil
 }
 
@@ -110,7 +104,7 @@ func (s *smoothWRR) pick(g *group, r request) int {
 	// shrinks the total the chosen one gives up, so it moves nginx off the
 	// table's orbit even when it is not the member the table schedules.
 	if k := s.mode.Load(); k != 0 && g.steady() && g.allEligible(&r) {
-		o := s.orbits[k-1]
+		o := s.sched.orbits[k-1]
 		return int(atomic.LoadInt32(&o.table[o.cur.take(1)]))
 	}
 	return s.exact(g, &r)
@@ -125,7 +119,7 @@ func (s *smoothWRR) exact(g *group, r *request) int {
 	}
 	sm.mu.Lock()
 	if k := s.mode.Load(); k != 0 {
-		o := s.orbits[k-1]
+		o := s.sched.orbits[k-1]
 		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
 		s.mode.Store(0)
 		s.rec = 0
@@ -142,7 +136,7 @@ func (s *smoothWRR) exact(g *group, r *request) int {
 // orbit o. Effective weights need no seeding: g.smooth holds them in every
 // mode (a failure lowers them at once), and table mode runs only while they
 // are all at their configured weights. Called with g.smooth.mu held; O(p + n).
-func (s *smoothWRR) seed(g *group, o *smoothOrbit, p int) {
+func (s *smoothWRR) seed(g *group, o *orbit, p int) {
 	sm := g.smooth
 	for i := range s.count {
 		s.count[i] = 0
@@ -177,14 +171,14 @@ func (s *smoothWRR) follow(g *group, best int) {
 		s.rec = 0
 		return
 	}
-	o := s.orbits[1]
+	o := s.sched.orbits[1]
 	if o == nil {
-		o = &smoothOrbit{
+		o = &orbit{
 			table: make([]int32, len(s.table)),
 			base:  make([]int, len(g.members)),
 			cur:   newCursor(len(s.table), 0),
 		}
-		s.orbits[1] = o
+		s.sched.orbits[1] = o
 	}
 	if s.rec == 0 {
 		// The state before this pass: every member that is not down gained
@@ -215,7 +209,7 @@ func (s *smoothWRR) follow(g *group, best int) {
 // learned). Called with g.smooth.mu held.
 func (s *smoothWRR) resume(k int) {
 	s.rec = 0
-	s.orbits[k].cur.n.Store(0)
+	s.sched.orbits[k].cur.n.Store(0)
 	s.mode.Store(int32(k + 1))
 }
 

@@ -104,9 +104,12 @@ func unixNano(t time.Time) int64 {
 }
 
 // Start records that a request to backend i has begun. Every Start must be
-// matched by one Done.
+// matched by one Done. Only least_conn, fair, url_hash's bounded mode and
+// MaxConns read requests in flight; with none of them a caller may skip
+// Start and Done for a request that succeeds while Fails(i) is 0, and call
+// both at its end otherwise.
 func (b *Balancer) Start(i int) {
-	if i < 0 || i >= len(b.members) {
+	if uint(i) >= uint(len(b.members)) {
 		return
 	}
 	s := b.members[i].state
@@ -129,7 +132,7 @@ func (b *Balancer) Start(i int) {
 // it was out. Like nginx, a balancer with a single backend and no backups does
 // no failure accounting. fair also feeds latency into its estimate here.
 func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
-	if i < 0 || i >= len(b.members) {
+	if uint(i) >= uint(len(b.members)) {
 		return
 	}
 	m := b.members[i]
@@ -138,14 +141,24 @@ func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 	if b.inflight != nil {
 		b.inflight.Add(-1)
 	}
+	// The common case ends here, in one call: a success, for a backend
+	// without failures, under a strategy that keeps no latency estimate.
+	if failed || s.fails.Load() != 0 || m.group.decay > 0 {
+		account(b, m, int64(latency), failed)
+	}
+}
+
+// account is the rest of Done: latency, failures, recovery.
+func account(b *Balancer, m *member, latency int64, failed bool) {
+	s := m.state
 	var now int64
 	if m.group.decay > 0 {
 		now = unixNano(b.now())
-		s.observe(int64(latency), failed, now, m.group.decay)
+		s.observe(latency, failed, now, m.group.decay)
 	}
 	if b.single() {
-		if s.fails.Load() != 0 {
-			s.fails.Store(0)
+		if s.fails.Load() != 0 && s.fails.Swap(0) != 0 {
+			b.failing.Add(-1)
 		}
 		return
 	}
@@ -153,7 +166,9 @@ func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 		if now == 0 {
 			now = unixNano(b.now())
 		}
-		s.fails.Add(1)
+		if s.fails.Add(1) == 1 {
+			b.failing.Add(1)
+		}
 		s.accessed.Store(now)
 		s.checked.Store(now)
 		if m.maxFails > 0 {
@@ -165,6 +180,7 @@ func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
 	// failure was followed by a probe (checked moved past accessed).
 	f := s.fails.Load()
 	if f != 0 && s.accessed.Load() < s.checked.Load() && s.fails.CompareAndSwap(f, 0) {
+		b.failing.Add(-1)
 		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
 			if now == 0 {
 				now = unixNano(b.now())
@@ -186,6 +202,18 @@ func (b *Balancer) InFlight(i int) int64 {
 		return 0
 	}
 	return b.members[i].state.inflight.Load()
+}
+
+// Fails returns nginx's failure count of backend i: failed requests since
+// its failures were last cleared (by a success after a probe, or because it
+// is the only backend). A caller that reports only some requests to Done
+// (see Start) must still report a success of a backend with failures, so
+// that the backend recovers.
+func (b *Balancer) Fails(i int) int64 {
+	if uint(i) >= uint(len(b.members)) {
+		return 0
+	}
+	return b.members[i].state.fails.Load()
 }
 
 // startRamp begins m's slow start at now, in m's group and in the group of the

@@ -70,11 +70,60 @@ type group struct {
 	// flagged lists the members that are not down and have max_conns or
 	// max_fails: without a caller's filter, only they can be ineligible.
 	flagged []int32
+	// allUp is true when no member is down.
+	allUp bool
+	// capped is true when a member that is not down has max_conns: only a
+	// look at its requests in flight tells whether it is eligible.
+	capped bool
+	// failing is the balancer's count of backends with failures (shared by
+	// every balancer Update derives from one New). While it is 0 and the
+	// group is not capped, every flagged member is eligible: a member with
+	// max_fails is out only after failures.
+	failing *atomic.Int32
 	// penalize says whether a failure lowers the member's effective weight:
 	// for the strategies that run nginx's smooth pass (smooth_wrr, least_conn's
 	// ties, the hash strategies' fallback), as nginx does. The others have no
 	// effective weight, and nothing would ever restore it.
 	penalize bool
+	// sched is the schedule of a table strategy (smooth_wrr, gcd_wrr,
+	// round_robin), which Pick follows inline while it is exact.
+	sched schedule
+}
+
+// schedule is a table strategy's precomputed cycle of member positions, as
+// Pick's fast path reads it. The table is exact, and Pick takes its next
+// entry without asking the strategy, while every member is steady and
+// eligible (see quiet); otherwise Pick goes through the strategy, which
+// knows what to do instead.
+type schedule struct {
+	// mode is 0 while no table applies (none was built, or smooth_wrr runs
+	// nginx's exact pass), k while orbits[k-1] does.
+	mode   atomic.Int32
+	orbits [2]*orbit
+}
+
+// orbit is one period of a schedule. Only the canonical one (orbits[0]) is
+// immutable after build; smooth_wrr records its learned orbit (orbits[1])
+// while it is out of use, so entries of that one are read atomically.
+type orbit struct {
+	table []int32 // member positions, one period
+	// base is smooth_wrr's nginx current weights at position 0; nil means
+	// all 0 (the canonical period).
+	base []int
+	cur  *cursor
+}
+
+// follow makes orbit o, at the schedule's k-th place, the one Pick follows.
+func (s *schedule) follow(k int, o *orbit) {
+	s.orbits[k-1] = o
+	s.mode.Store(int32(k))
+}
+
+// quiet reports, in O(1), whether every member that is not down is eligible
+// when the caller has no filter. It may say no when the members are in fact
+// eligible (then the caller checks them one by one), never the reverse.
+func (g *group) quiet() bool {
+	return len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0
 }
 
 // hotMember is one member's state and configured weight in thousandths.
@@ -87,17 +136,20 @@ type hotMember struct {
 // to weigh, so that precomputed schedules are exact.
 func (g *group) steady() bool { return g.unsteady.Load() == 0 }
 
-func newGroup(members []*member, info strategyInfo, c *Config) (*group, error) {
-	g := &group{members: members}
+func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error) {
+	c := &b.cfg
+	g := &group{members: members, failing: b.failing}
 	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
-	g.plain = true
+	g.plain, g.allUp = true, true
 	g.hot = make([]hotMember, len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
 		g.totalWeight += m.weight
 		g.plain = g.plain && m.plain
+		g.allUp = g.allUp && !m.down
 		if !m.plain && !m.down {
 			g.flagged = append(g.flagged, int32(i))
+			g.capped = g.capped || m.maxConns > 0
 		}
 		m.group = g
 		m.pos = i
@@ -120,7 +172,7 @@ func newGroup(members []*member, info strategyInfo, c *Config) (*group, error) {
 // window, so its "checked" time moves to now. While a member has no failures
 // its checked time is never read (the next failure overwrites it), so the
 // clock is read only for members with failures.
-func (g *group) chosen(pos int, r request) int {
+func chosen(g *group, pos int, r request) int {
 	m := g.members[pos]
 	if m.maxFails > 0 && m.state.fails.Load() != 0 {
 		now := r.now()
@@ -132,17 +184,20 @@ func (g *group) chosen(pos int, r request) int {
 }
 
 // scanMode tells a scan over all members what it may skip for this pick:
-// every eligibility check when nothing can make a member ineligible
-// (simple), every ramp check when no member ramps (ramps is false).
+// every eligibility check when no member can be ineligible now (simple: no
+// caller's filter, and no flags, or no member down and the group quiet),
+// every ramp check when no member ramps (ramps is false).
 func (g *group) scanMode(r *request) (simple, ramps bool) {
-	return g.plain && r.avail == nil, g.ramps.Load() != 0
+	simple = r.avail == nil && (g.plain || g.allUp && g.quiet())
+	return simple, g.ramps.Load() != 0
 }
 
 // allEligible reports whether every member that is not down may be picked
 // now. Without a caller's filter it looks at the members with max_conns or
-// max_fails only; with one, it asks the filter about every member.
+// max_fails only, and at none of them while quiet; with a filter, it asks the
+// filter about every member.
 func (g *group) allEligible(r *request) bool {
-	if r.avail == nil && len(g.flagged) == 0 {
+	if r.avail == nil && g.quiet() {
 		return true
 	}
 	return g.checkAll(r)

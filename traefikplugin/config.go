@@ -383,15 +383,16 @@ func prefix(s string) (netip.Prefix, error) {
 }
 
 // tracked reports whether the balancer needs every request's Start and
-// Done: strategies that count requests in flight or measure latency,
-// max_conns, and max_fails (whose recovery needs the successes).
+// Done: strategies that count requests in flight or measure latency, and
+// max_conns. max_fails alone does not: it needs the failures and the
+// successes after them only (see try).
 func (s *settings) tracked() bool {
 	c := s.balancer
 	if c.Strategy == core.LeastConn || c.Strategy == core.Fair || c.HashMode == core.HashBounded {
 		return true
 	}
 	for _, b := range c.Backends {
-		if b.MaxConns > 0 || b.MaxFails > 0 {
+		if b.MaxConns > 0 {
 			return true
 		}
 	}

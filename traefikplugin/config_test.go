@@ -175,7 +175,7 @@ func TestClientIP(t *testing.T) {
 		if c.xff != "" {
 			req.Header.Set("X-Forwarded-For", c.xff)
 		}
-		if got := c.p.clientIP(req); got != c.want {
+		if got := clientIP(c.p.s, req); got != c.want {
 			t.Errorf("remote %s xff %q: %q, want %q", c.remote, c.xff, got, c.want)
 		}
 	}
@@ -200,7 +200,7 @@ func TestKey(t *testing.T) {
 		{keyQuery, "id", "7"},
 	} {
 		p := &Plugin{s: &settings{keyKind: c.kind, keyName: c.name}}
-		if got := p.key(req); got != c.want {
+		if got := requestKey(p.s, req); got != c.want {
 			t.Errorf("kind %d %q: key %q, want %q", c.kind, c.name, got, c.want)
 		}
 	}

@@ -92,14 +92,18 @@ func (p *Plugin) setHealth(i int, healthy bool) {
 			backends[k].Down = true
 		}
 	}
-	old := p.bal.Load().(*core.Balancer)
+	old := p.bal.Load().(*balancer)
 	b, err := old.Update(backends)
 	if err != nil {
 		// Cannot happen: only Down changed, and New accepted the rest.
 		log.Printf("lbpack middleware %q: health update: %v", p.name, err)
 		return
 	}
-	p.bal.Store(b)
+	p.bal.Store(bind(b))
+	if healthy {
+		// Back from down: a server with a slow start ramps up again.
+		b.Recover(i)
+	}
 	// Under Traefik, fmt's output is its debug log and log's its error log.
 	if healthy {
 		fmt.Printf("lbpack middleware %q: server %s is up\n", p.name, p.s.targets[i].Redacted())

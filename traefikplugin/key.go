@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// key returns what the hash strategy hashes for r.
-func (p *Plugin) key(r *http.Request) string {
-	switch p.s.keyKind {
+// requestKey returns what the hash strategy hashes for r.
+func requestKey(s *settings, r *http.Request) string {
+	switch s.keyKind {
 	case keyURI:
 		if r.RequestURI != "" {
 			return r.RequestURI
@@ -18,17 +18,17 @@ func (p *Plugin) key(r *http.Request) string {
 	case keyPath:
 		return r.URL.Path
 	case keyClientIP:
-		return p.clientIP(r)
+		return clientIP(s, r)
 	case keyHeader:
-		if v := r.Header[p.s.keyName]; len(v) > 0 {
+		if v := r.Header[s.keyName]; len(v) > 0 {
 			return v[0]
 		}
 	case keyCookie:
-		if c, err := r.Cookie(p.s.keyName); err == nil {
+		if c, err := r.Cookie(s.keyName); err == nil {
 			return c.Value
 		}
 	case keyQuery:
-		return r.URL.Query().Get(p.s.keyName)
+		return r.URL.Query().Get(s.keyName)
 	}
 	return ""
 }
@@ -36,36 +36,36 @@ func (p *Plugin) key(r *http.Request) string {
 // clientIP is the connection's peer address, unless the peer is a trusted
 // proxy: then it is the rightmost address in X-Forwarded-For that is not a
 // trusted proxy (the leftmost entries are whatever the client wrote).
-func (p *Plugin) clientIP(r *http.Request) string {
+func clientIP(s *settings, r *http.Request) string {
 	ip := peer(r.RemoteAddr)
-	if len(p.s.trusted) == 0 || !p.trusts(ip) {
+	if len(s.trusted) == 0 || !trusts(s, ip) {
 		return ip
 	}
 	xff := r.Header["X-Forwarded-For"]
 	for k := len(xff) - 1; k >= 0; k-- {
 		parts := strings.Split(xff[k], ",")
 		for j := len(parts) - 1; j >= 0; j-- {
-			s := strings.TrimSpace(parts[j])
-			if _, err := netip.ParseAddr(s); err != nil {
+			hop := strings.TrimSpace(parts[j])
+			if _, err := netip.ParseAddr(hop); err != nil {
 				return ip // a malformed hop: stop at the last good one
 			}
-			ip = s
-			if !p.trusts(s) {
-				return s
+			ip = hop
+			if !trusts(s, hop) {
+				return hop
 			}
 		}
 	}
 	return ip
 }
 
-// trusts reports whether address s is one of the trusted proxies.
-func (p *Plugin) trusts(s string) bool {
-	a, err := netip.ParseAddr(s)
+// trusts reports whether address addr is one of the trusted proxies.
+func trusts(s *settings, addr string) bool {
+	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return false
 	}
 	a = a.Unmap()
-	for _, t := range p.s.trusted {
+	for _, t := range s.trusted {
 		if t.Contains(a) {
 			return true
 		}

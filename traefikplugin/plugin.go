@@ -27,26 +27,56 @@ import (
 
 // Plugin is the middleware: a balancer over its servers and one reverse
 // proxy per server.
+//
+// Traefik interprets it, and under the interpreter a method call costs
+// about four plain function calls, so the request path below is made of
+// functions, and of the few methods the balancer's API has.
 type Plugin struct {
-	name     string
-	s        *settings
-	bal      atomic.Value // *core.Balancer; replaced when active health changes
-	proxies  []http.Handler
-	tr       *http.Transport
-	track    bool           // Start and Done on every request (the balancer uses them)
+	name    string
+	s       *settings
+	bal     atomic.Value // *balancer; replaced when active health changes
+	proxies []http.Handler
+	tr      *http.Transport
+	// What the request path reads of the settings, flat.
+	keyKind  int
+	retries  int
+	track    bool           // Start and Done on every request (the balancer counts requests in flight)
+	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
 	checks   sync.WaitGroup // the health checkers running
 	mu       sync.Mutex     // serialises health changes
 	unhealth []bool         // by server, under mu
 }
 
+// balancer is the balancer of the moment with the methods a request calls
+// bound: under the interpreter a call through a method value costs about
+// half a method call.
+type balancer struct {
+	*core.Balancer
+	pick  func(key string) (int, error)
+	fails func(i int) int64
+	start func(i int)
+	done  func(i int, latency time.Duration, failed bool)
+}
+
+func bind(b *core.Balancer) *balancer {
+	return &balancer{Balancer: b, pick: b.Pick, fails: b.Fails, start: b.Start, done: b.Done}
+}
+
 // attemptKey is the context key under which a request carries its attempt.
 var attemptKey = new(int)
 
-// attempt is what one proxied request learns from its reverse proxy.
+// attempt is one proxied request: what it goes through, and what it learns
+// from its reverse proxy.
 type attempt struct {
-	err   error  // the transport error of the last try, if any
-	tried []bool // servers already tried; made on the first retry
+	p     *Plugin
+	b     *balancer
+	req   *http.Request // the request as proxied, carrying the attempt
+	key   string        // the hash key, for a retry's pick
+	i     int           // the server of the current try
+	start time.Time     // when the current try began (timed only)
+	err   error         // the transport error of the last try, if any
+	tried []bool        // servers already tried; made on the first retry
 }
 
 // untried is the availability predicate for a retry: a request never goes
@@ -70,11 +100,14 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		name:     name,
 		s:        s,
 		tr:       newTransport(s),
+		keyKind:  s.keyKind,
+		retries:  s.retries,
 		track:    s.tracked(),
+		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
 		unhealth: make([]bool, len(s.targets)),
 	}
-	p.bal.Store(b)
+	p.bal.Store(bind(b))
 	for _, t := range s.targets {
 		p.proxies = append(p.proxies, p.newProxy(t))
 	}
@@ -154,99 +187,103 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 // one successful try, is kept to a few calls: the interpreter charges
 // for each.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b := p.bal.Load().(*core.Balancer)
+	b := p.bal.Load().(*balancer)
 	key := ""
-	if p.s.keyKind != keyNone {
-		key = p.key(r)
+	if p.keyKind != keyNone {
+		key = requestKey(p.s, r)
 	}
-	i, err := b.Pick(key)
+	i, err := b.pick(key)
 	if err != nil {
 		unavailable(w)
 		return
 	}
-	a := &attempt{}
-	req := r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-	if p.s.retries > 0 && r.Body != nil && r.Body != http.NoBody {
-		p.serveBody(w, req, b, key, i, a)
+	a := &attempt{p: p, b: b, key: key, i: i}
+	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
+	if p.retries > 0 && r.Body != nil && r.Body != http.NoBody {
+		serveBody(w, a)
 		return
 	}
-	if !p.try(w, req, b, i, a) {
-		p.retry(w, req, b, key, i, a, nil)
+	if !try(w, a) {
+		retry(w, a, nil)
 	}
 }
 
-// try proxies the request to server i once and reports whether it got an
+// try proxies the request to server a.i once and reports whether it got an
 // answer; a transport error is left in a.err.
-func (p *Plugin) try(w http.ResponseWriter, req *http.Request, b *core.Balancer, i int, a *attempt) bool {
+func try(w http.ResponseWriter, a *attempt) bool {
+	p := a.p
 	if !p.track {
-		p.proxies[i].ServeHTTP(w, req)
-		if a.err == nil {
+		// Nothing counts requests in flight: the balancer hears of a try
+		// only when it fails, or succeeds after failures (which clears
+		// them, as nginx does after a probe).
+		p.proxies[a.i].ServeHTTP(w, a.req)
+		if a.err == nil && (!p.failures || a.b.fails(a.i) == 0) {
 			return true
 		}
-		b.Start(i) // the failure still counts toward maxFails
-		b.Done(i, 0, req.Context().Err() == nil)
-		return false
+		a.b.start(a.i)
+		finish(a)
+		return a.err == nil
 	}
-	var start time.Time
 	if p.timed {
-		start = time.Now()
+		a.start = time.Now()
 	}
-	b.Start(i)
+	a.b.start(a.i)
 	// Deferred: the reverse proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
-	defer p.done(b, i, start, a, req)
-	p.proxies[i].ServeHTTP(w, req)
+	defer finish(a)
+	p.proxies[a.i].ServeHTTP(w, a.req)
 	return a.err == nil
 }
 
-// done reports the end of a try to the balancer. A request the client gave
-// up on says nothing about the server.
-func (p *Plugin) done(b *core.Balancer, i int, start time.Time, a *attempt, req *http.Request) {
+// finish reports the end of a try to the balancer. A request the client
+// gave up on says nothing about the server.
+func finish(a *attempt) {
 	var took time.Duration
-	if p.timed {
-		took = time.Since(start)
+	if a.p.timed {
+		took = time.Since(a.start)
 	}
-	b.Done(i, took, a.err != nil && req.Context().Err() == nil)
+	a.b.done(a.i, took, a.err != nil && a.req.Context().Err() == nil)
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the
 // limit, so that a retry can send it again.
-func (p *Plugin) serveBody(w http.ResponseWriter, req *http.Request, b *core.Balancer, key string, i int, a *attempt) {
-	body, err := p.bufferBody(req)
+func serveBody(w http.ResponseWriter, a *attempt) {
+	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
 	if err != nil {
-		p.try(w, req, b, i, a) // too large to replay, or unreadable: one try
+		try(w, a) // too large to replay, or unreadable: one try
 		if a.err != nil {
 			badGateway(w, a.err)
 		}
 		return
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	if !p.try(w, req, b, i, a) {
-		p.retry(w, req, b, key, i, a, body)
+	a.req.Body = io.NopCloser(bytes.NewReader(body))
+	if !try(w, a) {
+		retry(w, a, body)
 	}
 }
 
-// retry follows nginx's proxy_next_upstream after server i failed: other
+// retry follows nginx's proxy_next_upstream after server a.i failed: other
 // servers, each at most once, up to the configured number of retries.
-func (p *Plugin) retry(w http.ResponseWriter, req *http.Request, b *core.Balancer, key string, i int, a *attempt, body []byte) {
-	a.tried = make([]bool, b.Len())
+func retry(w http.ResponseWriter, a *attempt, body []byte) {
+	req := a.req
+	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
-		if n >= p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
+		if n >= a.p.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
 			badGateway(w, a.err)
 			return
 		}
-		a.tried[i] = true
-		next, err := b.PickFunc(key, a.untried)
+		a.tried[a.i] = true
+		next, err := a.b.PickFunc(a.key, a.untried)
 		if err != nil {
 			badGateway(w, a.err)
 			return
 		}
-		i = next
+		a.i = next
 		a.err = nil
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		if p.try(w, req, b, i, a) {
+		if try(w, a) {
 			return
 		}
 	}
@@ -254,8 +291,7 @@ func (p *Plugin) retry(w http.ResponseWriter, req *http.Request, b *core.Balance
 
 // bufferBody reads the request body into memory for replay, up to the
 // limit. Beyond it the body is restored as it was and an error returned.
-func (p *Plugin) bufferBody(req *http.Request) ([]byte, error) {
-	limit := p.s.maxRetryBody
+func bufferBody(req *http.Request, limit int64) ([]byte, error) {
 	if req.ContentLength > limit {
 		return nil, errors.New("body too large to retry")
 	}

@@ -34,7 +34,7 @@ func StubProxies(h http.Handler, stub http.Handler) {
 // Parts returns loops over the balancer calls a request makes: the pick,
 // and the Start and Done around the proxying.
 func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
-	b := h.(*Plugin).bal.Load().(*core.Balancer)
+	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	pick = func(n int) {
 		for k := 0; k < n; k++ {
 			b.Pick("")
@@ -79,7 +79,7 @@ func BenchmarkPluginServeHTTP(b *testing.B) {
 	for _, c := range []struct{ name, doc string }{
 		{"smooth_wrr", "strategy: smooth_wrr\n"},
 		{"round_robin", "strategy: round_robin\n"},
-		{"round_robin_untracked", "strategy: round_robin\nmaxFails: 0\n"},
+		{"round_robin_maxfails_0", "strategy: round_robin\nmaxFails: 0\n"},
 		{"least_conn", "strategy: least_conn\n"},
 		{"ip_hash", "strategy: ip_hash\n"},
 		{"url_hash_uri_maglev", "strategy: url_hash\nhashMode: maglev\n"},
