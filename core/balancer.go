@@ -225,18 +225,34 @@ func checkOptions(c *Config) error {
 // url_hash); the others ignore it. It returns ErrNoBackend when no backend is
 // available.
 func (b *Balancer) Pick(key string) (int, error) {
+	if i := PickIndex(b, key); i >= 0 {
+		return i, nil
+	}
+	return -1, ErrNoBackend
+}
+
+// PickIndex is Pick with one result: the backend's index, or -1 when Pick
+// would return ErrNoBackend.
+func (b *Balancer) PickIndex(key string) int { return PickIndex(b, key) }
+
+// PickIndex is b.PickIndex(key) as a function. Under Traefik's interpreter a
+// call with one result costs markedly less than one with two, and a plain
+// function call a fraction of a method call (and of its garbage), so a
+// plugin's request path calls this.
+func PickIndex(b *Balancer, key string) int {
 	g := b.primary
 	// The fast path: the next entry of a table strategy's canonical
 	// schedule while it is exact (every member steady and eligible), which
 	// is the strategy's own table pick without the call through the
 	// interface. Under Traefik's interpreter every call, local variable and
 	// atomic operation costs more than a compiled pick, so it is one
-	// expression; the cursor's plain modulo is exact at any count (take
-	// reduces the count by whole periods only).
-	if g.sched.mode.Load() == 1 && g.unsteady.Load() == 0 &&
-		(len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // g.quiet()
+	// expression reading one atomic word for mode and steadiness (gate);
+	// the cursor's plain modulo is exact at any count (take reduces the
+	// count by whole periods only).
+	if g.sched.gate.Load() == 1 &&
+		(len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
 		o := g.sched.orbits[0]
-		return g.members[o.table[(o.cur.n.Add(1)-1)%o.cur.size]].index, nil
+		return g.members[o.table[(o.cur.n.Add(1)-1)%o.cur.size]].index
 	}
 	return pickFrom(b, request{key: key, b: b})
 }
@@ -250,24 +266,34 @@ func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error)
 	if available == nil {
 		return b.Pick(key)
 	}
-	return pickFrom(b, request{key: key, avail: available, b: b})
+	i := pickFrom(b, request{key: key, avail: available, b: b})
+	if i < 0 {
+		return -1, ErrNoBackend
+	}
+	return i, nil
 }
 
-// pickFrom asks the strategy, of the primary group and then of the backups.
-// The request travels by value: a pointer passed through the strategy
-// interface would escape and cost an allocation per pick. (This and other
-// helpers on the pick path are functions, not methods: under Traefik's
-// interpreter a method call costs about four function calls.)
-func pickFrom(b *Balancer, r request) (int, error) {
-	if i := b.primary.strategy.pick(b.primary, r); i >= 0 {
-		return chosen(b.primary, i, r), nil
+// pickFrom asks the strategy, of the primary group and then of the backups,
+// and returns the backend index or -1. The request travels by value: a
+// pointer passed through the strategy interface would escape and cost an
+// allocation per pick. (This and other helpers on the pick path are
+// functions with one result, not methods: under Traefik's interpreter a
+// method call costs about four function calls, a second result more.)
+func pickFrom(b *Balancer, r request) int {
+	g := b.primary
+	i := pickIn(g, &r)
+	if i < 0 && b.backup != nil {
+		g = b.backup
+		i = pickIn(g, &r)
 	}
-	if b.backup != nil {
-		if i := b.backup.strategy.pick(b.backup, r); i >= 0 {
-			return chosen(b.backup, i, r), nil
-		}
+	if i < 0 {
+		return -1
 	}
-	return -1, ErrNoBackend
+	// chosen has work only for a member with max_fails: skip the call.
+	if m := g.members[i]; m.maxFails == 0 {
+		return m.index
+	}
+	return chosen(g, i, r)
 }
 
 // Len returns the number of backends.

@@ -150,7 +150,7 @@ func TestPickFastPathMatchesNginx(t *testing.T) {
 				clock.add(time.Duration(1+rng.Intn(6)) * time.Second)
 			}
 			now := clock.t.Unix() - base
-			if b.failing.Load() == 0 && b.primary.sched.mode.Load() == 1 && b.primary.steady() {
+			if b.failing.Load() == 0 && b.primary.sched.mode() == 1 && isSteady(b.primary) {
 				fast++
 			}
 			want := ref.get(now)
@@ -294,4 +294,40 @@ func TestFailingCount(t *testing.T) {
 	single.Start(0)
 	single.Done(0, 0, false)
 	check("single backend: failures not kept", single, 0)
+}
+
+// TestPickIndex checks that the method and the function PickIndex make the
+// same choices as Pick, pick for pick, for every strategy (three balancers
+// built alike, with sources seeded alike), and return -1 where Pick returns
+// ErrNoBackend.
+func TestPickIndex(t *testing.T) {
+	w := []int{5, 1, 3, 2}
+	for _, name := range Strategies() {
+		t.Run(name, func(t *testing.T) {
+			mk := func(down []bool) *Balancer {
+				return mustBalancer(t, Config{Strategy: name, Backends: testBackends(w, down), Rand: seededRandFunc(7)})
+			}
+			byPick, byMethod, byFunc := mk(nil), mk(nil), mk(nil)
+			for k := 0; k < 200; k++ {
+				key := fmt.Sprintf("10.0.%d.%d", k%7, k)
+				want, err := byPick.Pick(key)
+				if err != nil {
+					t.Fatalf("pick %d: %v", k, err)
+				}
+				if got := byMethod.PickIndex(key); got != want {
+					t.Fatalf("pick %d: method PickIndex %d, Pick %d", k, got, want)
+				}
+				if got := PickIndex(byFunc, key); got != want {
+					t.Fatalf("pick %d: func PickIndex %d, Pick %d", k, got, want)
+				}
+			}
+			none := mk([]bool{true, true, true, true})
+			if i, err := none.Pick("10.0.0.1"); i != -1 || err != ErrNoBackend {
+				t.Fatalf("all down: Pick = %d, %v; want -1, ErrNoBackend", i, err)
+			}
+			if got := none.PickIndex("10.0.0.1"); got != -1 {
+				t.Fatalf("all down: PickIndex = %d, want -1", got)
+			}
+		})
+	}
 }

@@ -59,27 +59,31 @@ func buildFair(g *group, c *Config) (strategy, error) {
 	return &fair{probe: int64(d) / 4, pairs: newPairDraw(g)}, nil
 }
 
-func (f *fair) pick(g *group, r request) int {
+func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }
+
+// pickFair is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickFair(f *fair, g *group, r *request) int {
 	n := uint64(len(g.members))
 	now := r.now()
 	k := f.count.Add(1)
 	if n > 1 {
 		c := int(k % n)
-		if m := g.members[c]; r.ok(m) && now-m.state.lastPick.Load() >= f.probe {
+		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= f.probe {
 			return taken(m, c, now)
 		}
 		if k%fairExplore == 0 {
 			c = int((k / fairExplore) % n)
-			if m := g.members[c]; r.ok(m) {
+			if m := g.members[c]; usable(r, m) {
 				return taken(m, c, now)
 			}
 		}
-		i, j, drawn := f.pairs.draw(r.b.rand(), len(g.members))
+		i, j, drawn := drawPair(&f.pairs, r.b.rand(), len(g.members))
 		mi, mj := g.members[i], g.members[j]
-		oki, okj := drawn && r.ok(mi), drawn && r.ok(mj)
+		oki, okj := drawn && usable(r, mi), drawn && usable(r, mj)
 		switch {
 		case oki && okj:
-			if fairScore(&r, mj) < fairScore(&r, mi) {
+			if fairScore(r, mj) < fairScore(r, mi) {
 				return taken(mj, j, now)
 			}
 			return taken(mi, i, now)
@@ -92,8 +96,8 @@ func (f *fair) pick(g *group, r request) int {
 	// Neither candidate is eligible (or n is 1): the lowest score among all.
 	best, bs := -1, 0.0
 	for i, m := range g.members {
-		if r.ok(m) {
-			if s := fairScore(&r, m); best < 0 || s < bs {
+		if usable(r, m) {
+			if s := fairScore(r, m); best < 0 || s < bs {
 				best, bs = i, s
 			}
 		}
@@ -123,5 +127,5 @@ func fairScore(r *request, m *member) float64 {
 		}
 		return 0
 	}
-	return e * float64(in+1) / float64(r.milliWeight(m))
+	return e * float64(in+1) / float64(milliWeightNow(r, m))
 }

@@ -51,24 +51,28 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 	return s, nil
 }
 
-func (s *gcdWRR) pick(g *group, r request) int {
+func (s *gcdWRR) pick(g *group, r request) int { return pickGCDWRR(s, g, &r) }
+
+// pickGCDWRR is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickGCDWRR(s *gcdWRR, g *group, r *request) int {
 	if s.up == 0 {
 		return -1
 	}
-	if s.table == nil || !g.steady() {
-		return s.pickExact(g, &r)
+	if s.table == nil || !isSteady(g) {
+		return s.pickExact(g, r)
 	}
 	p := s.cur.take(1)
 	for k := 0; k < len(s.table); k++ {
 		pos := int(s.table[p])
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			if k > 0 {
 				// The entries passed over are used up, as in LVS.
 				s.cur.take(uint64(k))
 			}
 			return pos
 		}
-		if k+1 == s.up && !anyEligible(g, &r) {
+		if k+1 == s.up && !anyEligible(g, r) {
 			return -1
 		}
 		p++
@@ -89,7 +93,7 @@ func (s *gcdWRR) pickExact(g *group, r *request) int {
 	}
 	for k := 0; k < s.gen.period; k++ {
 		pos := s.gen.next()
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 		if k+1 == s.up && !anyEligible(g, r) {

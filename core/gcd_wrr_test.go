@@ -211,7 +211,7 @@ func TestGCDWRRSlowStart(t *testing.T) {
 	}
 	clock = clock.Add(time.Second)
 	pickN(t, b, 1) // the ramp ends on the first pick that sees it over
-	if !b.primary.steady() {
+	if !isSteady(b.primary) {
 		t.Fatal("still ramping after the slow start")
 	}
 	counts := make([]int, 3)

@@ -66,14 +66,18 @@ func (s *bounded) share(total int64) float64 {
 	return s.factor * float64(total+1) / float64(s.upWeight)
 }
 
-func (s *bounded) pick(g *group, r request) int {
+func (s *bounded) pick(g *group, r request) int { return pickBounded(s, g, &r) }
+
+// pickBounded is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickBounded(s *bounded, g *group, r *request) int {
 	if r.key == "" {
-		return fallback(g, &r)
+		return fallback(g, r)
 	}
 	share := s.share(r.b.inflight.Load())
 	ring := s.ring
 	n := len(ring.points)
-	i := ring.find(crcString(r.key))
+	i := ringFind(ring, crcString(r.key))
 	best, bestLoad := -1, math.Inf(1)
 	steps := boundedWalk
 	if steps > n {
@@ -83,7 +87,7 @@ func (s *bounded) pick(g *group, r request) int {
 	for step := 0; step < steps; step++ {
 		if pos := int(ring.owner[i]); pos != last {
 			last = pos
-			if visit(g, &r, pos, share, &best, &bestLoad) {
+			if visit(g, r, pos, share, &best, &bestLoad) {
 				return pos
 			}
 		}
@@ -93,7 +97,7 @@ func (s *bounded) pick(g *group, r request) int {
 	}
 	// Rare: the walk met only full or unavailable members.
 	for k := 1; k <= len(g.members); k++ {
-		if pos := (last + k) % len(g.members); visit(g, &r, pos, share, &best, &bestLoad) {
+		if pos := (last + k) % len(g.members); visit(g, r, pos, share, &best, &bestLoad) {
 			return pos
 		}
 	}
@@ -105,7 +109,7 @@ func (s *bounded) pick(g *group, r request) int {
 // so far, the choice when every available member is at its cap.
 func visit(g *group, r *request, pos int, share float64, best *int, bestLoad *float64) bool {
 	m := g.members[pos]
-	if !r.ok(m) {
+	if !usable(r, m) {
 		return false
 	}
 	load := float64(m.state.inflight.Load())

@@ -140,9 +140,9 @@ func (k *ketamaRing) buildIndex() {
 	}
 }
 
-// find returns the position on the ring of the first point >= h, or 0 when
+// ringFind returns the position on ring k of the first point >= h, or 0 when
 // h is above every point (the ring wraps).
-func (k *ketamaRing) find(h uint32) int {
+func ringFind(k *ketamaRing, h uint32) int {
 	b := h >> k.shift
 	lo, hi := int(k.index[b]), int(k.index[b+1])
 	for lo < hi {
@@ -171,21 +171,25 @@ func newKetama(g *group) (*ketama, error) {
 	return &ketama{ring: ring}, nil
 }
 
-func (s *ketama) pick(g *group, r request) int {
+func (s *ketama) pick(g *group, r request) int { return pickKetama(s, g, &r) }
+
+// pickKetama is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickKetama(s *ketama, g *group, r *request) int {
 	if len(g.members) < 2 || r.key == "" {
-		return fallback(g, &r)
+		return fallback(g, r)
 	}
 	ring := s.ring
 	n := len(ring.points)
-	i := ring.find(crcString(r.key))
+	i := ringFind(ring, crcString(r.key))
 	for try := 0; try <= hashTries; try++ {
 		pos := int(ring.owner[i])
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 		if i++; i == n {
 			i = 0
 		}
 	}
-	return fallback(g, &r)
+	return fallback(g, r)
 }

@@ -101,24 +101,28 @@ func newMaglev(g *group) *maglev {
 	return &maglev{table: table, size: size}
 }
 
-func (s *maglev) pick(g *group, r request) int {
+func (s *maglev) pick(g *group, r request) int { return pickMaglev(s, g, &r) }
+
+// pickMaglev is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickMaglev(s *maglev, g *group, r *request) int {
 	if r.key == "" {
-		return fallback(g, &r)
+		return fallback(g, r)
 	}
 	h := hashString(r.key, maglevSeedKey)
 	for try := 0; try <= hashTries; try++ {
-		pos := int(s.table[s.slot(h)])
-		if r.ok(g.members[pos]) {
+		pos := int(s.table[slot(s, h)])
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 		// The next seed: a fixed step through the 64-bit space, mixed again.
 		h = avalanche(h + hashP1)
 	}
-	return fallback(g, &r)
+	return fallback(g, r)
 }
 
 // slot maps a 64-bit hash to a table entry by multiply-shift (Lemire's fast
 // range reduction), which is uniform and cheaper than a modulo.
-func (s *maglev) slot(h uint64) uint64 {
+func slot(s *maglev, h uint64) uint64 {
 	return (h >> 32) * s.size >> 32
 }

@@ -19,19 +19,23 @@ func newModulo(g *group) *moduloHash {
 	return &moduloHash{walk: newWeightWalk(g)}
 }
 
-func (s *moduloHash) pick(g *group, r request) int {
+func (s *moduloHash) pick(g *group, r request) int { return pickModulo(s, g, &r) }
+
+// pickModulo is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickModulo(s *moduloHash, g *group, r *request) int {
 	if len(g.members) < 2 || r.key == "" {
-		return fallback(g, &r)
+		return fallback(g, r)
 	}
 	total := uint64(g.totalWeight)
 	var hash uint32 // nginx's uint32_t: it accumulates and may wrap
 	for try := 0; try <= hashTries; try++ {
 		crc := ^crcUpdate(rehashCRC[try], r.key)
 		hash += crc >> 16 & 0x7fff
-		pos := s.walk.find(int(uint64(hash) % total))
-		if r.ok(g.members[pos]) {
+		pos := walkFind(&s.walk, int(uint64(hash)%total))
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 	}
-	return fallback(g, &r)
+	return fallback(g, r)
 }

@@ -118,7 +118,7 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	clock := newHCClock()
 	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	g := b.primary
-	if !g.steady() {
+	if !isSteady(g) {
 		t.Fatal("unsteady before any failure")
 	}
 	b.Start(1)
@@ -127,7 +127,7 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	var steady []bool
 	for k := 0; k < 7; k++ {
 		seq = append(seq, hcPick(t, b))
-		steady = append(steady, g.steady())
+		steady = append(steady, isSteady(g))
 	}
 	// Passes (current weights after adding): a 4, b 2 -> a (total 6, b's
 	// effective weight climbs to 3); a 2, b 5 -> b (total 7, b's effective
@@ -141,7 +141,7 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	// max_fails 2 reached: b is out and its effective weight is 0.
 	b.Done(1, time.Millisecond, true)
 	b.Done(1, time.Millisecond, true)
-	if g.steady() {
+	if isSteady(g) {
 		t.Fatal("steady with b's effective weight at 0")
 	}
 	if got := g.smooth.effective[1]; got != 0 {
@@ -364,7 +364,7 @@ func TestUpdateKeepsState(t *testing.T) {
 	b.Start(2)
 	b.Done(2, time.Millisecond, true) // c failed
 	// c's effective weight is 1 - 1/1 = 0: the group is unsteady.
-	if b.primary.steady() {
+	if isSteady(b.primary) {
 		t.Fatal("steady after c's failure")
 	}
 	d := Backend{Address: "10.0.0.9:80", Weight: 1, MaxFails: 1, SlowStart: 10 * time.Second}
@@ -376,7 +376,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		t.Fatalf("b kept %d in flight", nb.InFlight(1))
 	}
 	// c is still out, with its penalty; d is new and ramps.
-	if got := nb.primary.unsteady.Load(); got != 2 {
+	if got := nb.primary.unsteady(); got != 2 {
 		t.Fatalf("unsteady after Update: %d, want 2 (c's penalty, d's ramp)", got)
 	}
 	for k := 0; k < 5; k++ {

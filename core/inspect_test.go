@@ -114,7 +114,7 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("before: %s, want %s", got, want)
 	}
 	b.Recover(1)
-	if b.primary.steady() {
+	if isSteady(b.primary) {
 		t.Fatal("a ramping backend leaves the group steady")
 	}
 	// Weights 10 and 1: b once in 11 picks, as nginx's pass gives it.
@@ -129,7 +129,7 @@ func TestRecover(t *testing.T) {
 	if counts != [2]int{20, 20} {
 		t.Errorf("after the ramp: counts %v, want [20 20]", counts)
 	}
-	if !b.primary.steady() {
+	if !isSteady(b.primary) {
 		t.Error("the group is not steady after the ramp")
 	}
 
@@ -140,9 +140,9 @@ func TestRecover(t *testing.T) {
 	for _, i := range []int{-1, 0, 1, 2} {
 		plain.Recover(i)
 	}
-	if !plain.primary.steady() || plain.EffectiveWeight(0) != 3 {
+	if !isSteady(plain.primary) || plain.EffectiveWeight(0) != 3 {
 		t.Errorf("Recover without slow start or of a down backend: steady %v, effective %d",
-			plain.primary.steady(), plain.EffectiveWeight(0))
+			isSteady(plain.primary), plain.EffectiveWeight(0))
 	}
 }
 

@@ -50,15 +50,19 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 	ww := newWeightWalk(g)
 	s := &ipHash{byHash: make([]int32, ipHashMod)}
 	for h := 0; h < ipHashMod; h++ {
-		s.byHash[h] = int32(ww.find(h % g.totalWeight))
+		s.byHash[h] = int32(walkFind(&ww, h%g.totalWeight))
 	}
 	return s, nil
 }
 
-func (s *ipHash) pick(g *group, r request) int {
+func (s *ipHash) pick(g *group, r request) int { return pickIPHash(s, g, &r) }
+
+// pickIPHash is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickIPHash(s *ipHash, g *group, r *request) int {
 	// nginx hands a single server to round robin directly.
 	if len(g.members) < 2 {
-		return fallback(g, &r)
+		return fallback(g, r)
 	}
 	var addr [16]byte
 	n := ipHashBytes(r.key, &addr)
@@ -71,11 +75,11 @@ func (s *ipHash) pick(g *group, r request) int {
 	for try := 0; try <= hashTries; try++ {
 		hash = (hash*mul + sum) % ipHashMod
 		pos := int(s.byHash[hash])
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 	}
-	return fallback(g, &r)
+	return fallback(g, r)
 }
 
 // ipHashBytes writes the bytes nginx hashes for the client address key into

@@ -31,13 +31,17 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	return lc, nil
 }
 
-func (lc *leastConn) pick(g *group, r request) int {
+func (lc *leastConn) pick(g *group, r request) int { return pickLeastConn(lc, g, &r) }
+
+// pickLeastConn is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickLeastConn(lc *leastConn, g *group, r *request) int {
 	if lc.twoChoices && len(g.members) > 2 {
-		if p := lc.twoLeast(g, &r); p >= 0 {
+		if p := twoLeast(lc, g, r); p >= 0 {
 			return p
 		}
 	}
-	return exactLeast(g, &r)
+	return exactLeast(g, r)
 }
 
 // exactLeast is nginx's choice.
@@ -61,7 +65,7 @@ func exactLeast(g *group, r *request) int {
 	}
 	p := best
 	if n >= 2 {
-		p = s.pass(g, r, tied[:n])
+		p = smoothPass(s, g, r, tied[:n])
 	}
 	s.mu.Unlock()
 	if p < 0 {
@@ -74,7 +78,7 @@ func exactLeast(g *group, r *request) int {
 // flight per weight, and how many members tie with it (itself included),
 // noting their positions in tied as far as it holds them.
 func scanLeast(g *group, r *request, tied []int) (best, n int) {
-	simple, ramps := g.scanMode(r)
+	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	if simple && !ramps {
 		return scanPlain(g.hot, tied)
 	}
@@ -83,11 +87,11 @@ func scanLeast(g *group, r *request, tied []int) (best, n int) {
 	for i := range g.hot {
 		h := &g.hot[i]
 		c, w := h.state.inflight.Load(), h.milli
-		if !simple && !r.ok(g.members[i]) {
+		if !simple && !usable(r, g.members[i]) {
 			continue
 		}
 		if ramps {
-			w = r.milliWeight(g.members[i])
+			w = milliWeightNow(r, g.members[i])
 		}
 		if best < 0 || c*bw < bc*w {
 			best, bc, bw, n = i, c, w, 0
@@ -134,16 +138,16 @@ func scanPlain(hot []hotMember, tied []int) (best, n int) {
 // in proportion to weight, the one with fewer requests in flight per weight
 // wins (the first drawn on a tie, so that idle backends share by weight). It
 // returns -1 when neither is eligible, and the caller scans.
-func (lc *leastConn) twoLeast(g *group, r *request) int {
-	i, j, ok := lc.pairs.draw(r.b.rand(), len(g.members))
+func twoLeast(lc *leastConn, g *group, r *request) int {
+	i, j, ok := drawPair(&lc.pairs, r.b.rand(), len(g.members))
 	if !ok {
 		return -1
 	}
 	mi, mj := g.members[i], g.members[j]
-	oki, okj := r.ok(mi), r.ok(mj)
+	oki, okj := usable(r, mi), usable(r, mj)
 	switch {
 	case oki && okj:
-		if mj.state.inflight.Load()*r.milliWeight(mi) < mi.state.inflight.Load()*r.milliWeight(mj) {
+		if mj.state.inflight.Load()*milliWeightNow(r, mi) < mi.state.inflight.Load()*milliWeightNow(r, mj) {
 			return j
 		}
 		return i

@@ -17,7 +17,11 @@ func buildRandom(g *group, c *Config) (strategy, error) {
 	return &random{up: upPositions(g)}, nil
 }
 
-func (s *random) pick(g *group, r request) int {
+func (s *random) pick(g *group, r request) int { return pickRandom(s, g, &r) }
+
+// pickRandom is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickRandom(s *random, g *group, r *request) int {
 	if len(s.up) == 0 {
 		return -1
 	}
@@ -25,11 +29,11 @@ func (s *random) pick(g *group, r request) int {
 	for t := 0; t < randomTries; t++ {
 		i, _ := fastrange(r.b.rand(), n)
 		pos := int(s.up[i])
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 	}
-	return sampleEligible(g, &r, s.up, false)
+	return sampleEligible(g, r, s.up, false)
 }
 
 // sampleEligible makes one pass over the listed positions and returns an
@@ -43,7 +47,7 @@ func sampleEligible(g *group, r *request, up []int32, weighted bool) int {
 	x := r.b.rand()
 	for _, p := range up {
 		m := g.members[p]
-		if !r.ok(m) {
+		if !usable(r, m) {
 			continue
 		}
 		w := uint64(1)

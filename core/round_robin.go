@@ -25,7 +25,11 @@ func buildRoundRobin(g *group, c *Config) (strategy, error) {
 	return s, nil
 }
 
-func (s *roundRobin) pick(g *group, r request) int {
+func (s *roundRobin) pick(g *group, r request) int { return pickRoundRobin(s, g, &r) }
+
+// pickRoundRobin is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickRoundRobin(s *roundRobin, g *group, r *request) int {
 	if len(s.up) == 0 {
 		return -1
 	}
@@ -33,7 +37,7 @@ func (s *roundRobin) pick(g *group, r request) int {
 	// At most one lap: the probing is bounded by the number of members.
 	for k := 0; k < len(s.up); k++ {
 		pos := int(s.up[p])
-		if r.ok(g.members[pos]) {
+		if usable(r, g.members[pos]) {
 			return pos
 		}
 		p++
@@ -62,7 +66,7 @@ func upPositions(g *group) []int32 {
 // eligible member ends after O(n) checks instead of a whole period.
 func anyEligible(g *group, r *request) bool {
 	for _, m := range g.members {
-		if r.ok(m) {
+		if usable(r, m) {
 			return true
 		}
 	}

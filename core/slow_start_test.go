@@ -12,7 +12,7 @@ func TestSlowStartRampShape(t *testing.T) {
 	clock := newHCClock()
 	bs := hcBackends(10)
 	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
-	if !b.primary.steady() {
+	if !isSteady(b.primary) {
 		t.Fatal("a backend present at construction ramps")
 	}
 	nb, err := b.Update(append(bs, Backend{Address: "10.0.0.2:80", Weight: 10, SlowStart: 10 * time.Second}))
@@ -38,11 +38,11 @@ func TestSlowStartRampShape(t *testing.T) {
 	for _, s := range steps {
 		clock.t = start.Add(s.at)
 		r := request{b: nb}
-		if w, mw := r.weight(m), r.milliWeight(m); w != s.weight || mw != s.milli {
+		if w, mw := r.weight(m), milliWeightNow(&r, m); w != s.weight || mw != s.milli {
 			t.Errorf("at %v: weight %d, milli %d; want %d, %d", s.at, w, mw, s.weight, s.milli)
 		}
-		if nb.primary.steady() != s.steady {
-			t.Errorf("at %v: steady %v", s.at, nb.primary.steady())
+		if isSteady(nb.primary) != s.steady {
+			t.Errorf("at %v: steady %v", s.at, isSteady(nb.primary))
 		}
 	}
 }

@@ -156,10 +156,10 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 			if got != want {
 				t.Fatalf("set %d %+v step %d: got %d, nginx %d", set, sc, step, got, want)
 			}
-			if s.mode.Load() == 2 {
+			if s.sched.mode() == 2 {
 				learned++
 			}
-			if s.mode.Load() == 1 && step > 0 {
+			if s.sched.mode() == 1 && step > 0 {
 				canonical++
 			}
 			// Hold some requests (max_conns fills up), release others, and
@@ -209,8 +209,8 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 			t.Fatalf("refused a, pick %d: %d, nginx %d", i, got, want)
 		}
 	}
-	if s.mode.Load() != 0 {
-		t.Fatalf("mode %d after a refusal, want exact", s.mode.Load())
+	if s.sched.mode() != 0 {
+		t.Fatalf("mode %d after a refusal, want exact", s.sched.mode())
 	}
 	back := -1
 	for i := 0; i < 60; i++ {
@@ -218,7 +218,7 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 		if got, _ := b.Pick(""); got != want {
 			t.Fatalf("pick %d after the refusals: %d, nginx %d", i, got, want)
 		}
-		if back < 0 && s.mode.Load() != 0 {
+		if back < 0 && s.sched.mode() != 0 {
 			back = i + 1
 		}
 	}
@@ -258,7 +258,7 @@ func TestSmoothWRRSlowStartMatchesNginx(t *testing.T) {
 		}
 		clock = clock.Add(50 * time.Millisecond)
 	}
-	if s.mode.Load() == 0 {
+	if s.sched.mode() == 0 {
 		t.Fatal("still in exact mode 10s after the ramp ended")
 	}
 }
@@ -300,7 +300,7 @@ func TestSmoothWRRConcurrentSkips(t *testing.T) {
 	// Quiet again: within two periods the schedule is on a table, and from
 	// then on every period gives exact shares.
 	pickN(t, b, 2*sumInts(w))
-	if b.primary.strategy.(*smoothWRR).mode.Load() == 0 {
+	if b.primary.strategy.(*smoothWRR).sched.mode() == 0 {
 		t.Fatal("not back on a table")
 	}
 	counts := make([]int, len(w))

@@ -12,7 +12,7 @@ type smoothState struct {
 	effective []int
 	weight    []int // configured weights, flat for the pass
 	// low marks members whose effective weight is below their weight; each
-	// is counted once in g.unsteady until it has climbed back.
+	// is counted once in g's unsteady members until it has climbed back.
 	low []bool
 	// tied is least_conn's scratch list of tied positions (nil for other
 	// strategies); it is used under mu only.
@@ -48,7 +48,7 @@ func newSmoothState(g *group) *smoothState {
 		s.effective[i] = e
 		if e < m.weight {
 			s.low[i] = true
-			g.unsteady.Add(1)
+			g.addUnsteady(1)
 		}
 	}
 	return s
@@ -59,15 +59,15 @@ func newSmoothState(g *group) *smoothState {
 // lists take part (least_conn shares ties out among the tied members only).
 func (s *smoothState) next(g *group, r *request, among []int) int {
 	s.mu.Lock()
-	best := s.pass(g, r, among)
+	best := smoothPass(s, g, r, among)
 	s.mu.Unlock()
 	return best
 }
 
-// pass is next with s.mu held.
-func (s *smoothState) pass(g *group, r *request, among []int) int {
+// smoothPass is next with s.mu held.
+func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 	best, total := -1, 0
-	simple, ramps := g.scanMode(r)
+	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	count := len(g.members)
 	if among != nil {
 		count = len(among)
@@ -77,7 +77,7 @@ func (s *smoothState) pass(g *group, r *request, among []int) int {
 		if among != nil {
 			i = among[k]
 		}
-		if !simple && !r.ok(g.members[i]) {
+		if !simple && !usable(r, g.members[i]) {
 			continue
 		}
 		// The member's effective weight, as nginx adds it. The common case
@@ -138,16 +138,16 @@ func (s *smoothState) fail(m *member) {
 	s.mu.Unlock()
 }
 
-// settle keeps g.unsteady and the carried-over deficit in step with member
+// settle keeps g's count of unsteady members and the carried-over deficit in step with member
 // i's effective weight, after it changed. Called with s.mu held.
 func (s *smoothState) settle(i int, m *member) {
 	d := m.weight - s.effective[i]
 	m.state.deficit.Store(int64(d))
 	if d > 0 && !s.low[i] {
 		s.low[i] = true
-		s.g.unsteady.Add(1)
+		s.g.addUnsteady(1)
 	} else if d == 0 && s.low[i] {
 		s.low[i] = false
-		s.g.unsteady.Add(-1)
+		s.g.addUnsteady(-1)
 	}
 }

@@ -60,13 +60,12 @@ type smoothWRR struct {
 	cur   *cursor // the canonical period's cursor
 
 	// sched is the group's schedule, which Balancer.Pick reads too. Its
-	// mode is 0 in exact mode, k when nginx's state is the position of
+	// mode (in sched.gate) is 0 in exact mode, k when nginx's state is the position of
 	// orbits[k-1]'s cursor; the orbits are the canonical period and the
 	// learned one. The learned orbit's entries are read and written
 	// atomically: a pick that loaded the mode just before a switch may still
 	// read it while exact mode records a new period into it.
 	sched *schedule
-	mode  *atomic.Int32 // &sched.mode
 
 	// Exact mode's bookkeeping, under g.smooth.mu.
 	rec   int   // unperturbed passes recorded into orbits[1]
@@ -74,7 +73,7 @@ type smoothWRR struct {
 }
 
 func buildSmoothWRR(g *group, c *Config) (strategy, error) {
-	s := &smoothWRR{sched: &g.sched, mode: &g.sched.mode}
+	s := &smoothWRR{sched: &g.sched}
 	gen := newSmoothGen(g)
 	if gen == nil || gen.period > MaxScheduleEntries || gen.period*len(gen.classes) > maxScheduleWork {
 		return s, nil
@@ -98,16 +97,22 @@ func staggerStart(c *Config) uint64 {
 	return c.Rand()
 }
 
-func (s *smoothWRR) pick(g *group, r request) int {
+func (s *smoothWRR) pick(g *group, r request) int { return pickSmoothWRR(s, g, &r) }
+
+// pickSmoothWRR is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickSmoothWRR(s *smoothWRR, g *group, r *request) int {
 	// A pick from the table is nginx's only when nginx's pass would see
 	// every member that is not down: a member skipped gains no weight and
 	// shrinks the total the chosen one gives up, so it moves nginx off the
 	// table's orbit even when it is not the member the table schedules.
-	if k := s.mode.Load(); k != 0 && g.steady() && g.allEligible(&r) {
+	// One load of the gate gives the mode and the steadiness.
+	gate := s.sched.gate.Load()
+	if k := gate & modeMask; k != 0 && gate>>modeBits == 0 && allEligible(g, r) {
 		o := s.sched.orbits[k-1]
 		return int(atomic.LoadInt32(&o.table[o.cur.take(1)]))
 	}
-	return s.exact(g, &r)
+	return s.exact(g, r)
 }
 
 // exact makes the pick by nginx's pass, first leaving table mode if the
@@ -118,13 +123,13 @@ func (s *smoothWRR) exact(g *group, r *request) int {
 		return sm.next(g, r, nil)
 	}
 	sm.mu.Lock()
-	if k := s.mode.Load(); k != 0 {
+	if k := s.sched.mode(); k != 0 {
 		o := s.sched.orbits[k-1]
 		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
-		s.mode.Store(0)
+		s.sched.setMode(0)
 		s.rec = 0
 	}
-	best := sm.pass(g, r, nil)
+	best := smoothPass(sm, g, r, nil)
 	if best >= 0 {
 		s.follow(g, best)
 	}
@@ -210,7 +215,7 @@ func (s *smoothWRR) follow(g *group, best int) {
 func (s *smoothWRR) resume(k int) {
 	s.rec = 0
 	s.sched.orbits[k].cur.n.Store(0)
-	s.mode.Store(int32(k + 1))
+	s.sched.setMode(k + 1)
 }
 
 func allZero(v []int) bool {

@@ -244,17 +244,17 @@ func TestSmoothWRRUnsteadyIsExact(t *testing.T) {
 	if got := letterSeq(pickN(t, b, 3)); got != "a b c" {
 		t.Fatalf("table: %s", got)
 	}
-	b.primary.unsteady.Add(1)
+	b.primary.addUnsteady(1)
 	if got := letterSeq(pickN(t, b, 10)); got != "a a b a c b a a b c" {
 		t.Fatalf("unsteady: %s", got)
 	}
-	b.primary.unsteady.Add(-1)
+	b.primary.addUnsteady(-1)
 	if got := letterSeq(pickN(t, b, 7)); got != "a a b a c b a" {
 		t.Fatalf("steady again: %s", got)
 	}
 	// The last pick ended nginx's period: the table is back.
-	if s.mode.Load() != 1 {
-		t.Fatalf("mode %d, want the canonical table", s.mode.Load())
+	if s.sched.mode() != 1 {
+		t.Fatalf("mode %d, want the canonical table", s.sched.mode())
 	}
 }
 

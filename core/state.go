@@ -13,7 +13,7 @@ type member struct {
 	// The fields every pick reads come first, in one cache line.
 	state  *backendState
 	weight int
-	// ramping is 1 while this member is counted in group.unsteady for a slow
+	// ramping is 1 while this member is counted in its group's unsteady members for a slow
 	// start; it lets the pick path skip the clock when nobody ramps.
 	ramping atomic.Int32
 	// plain is true when the member has none of down, max_conns, max_fails:
@@ -230,7 +230,7 @@ func (m *member) startRamp(now int64) {
 func (m *member) markRamp() {
 	if m.ramping.CompareAndSwap(0, 1) {
 		m.group.ramps.Add(1)
-		m.group.unsteady.Add(1)
+		m.group.addUnsteady(1)
 	}
 }
 
@@ -256,7 +256,7 @@ func (r *request) rampWeight(m *member, scale int64) int64 {
 	}
 	if m.ramping.CompareAndSwap(1, 0) {
 		m.group.ramps.Add(-1)
-		m.group.unsteady.Add(-1)
+		m.group.addUnsteady(-1)
 		if m.state.ramp.Load() != 0 {
 			// A new ramp began meanwhile (another recovery): count it again.
 			m.markRamp()

@@ -14,6 +14,91 @@ type strategy interface {
 	pick(g *group, r request) int
 }
 
+// Kinds of the strategies of this package, for pickIn's switch; 0 is any
+// other strategy.
+const (
+	kindOther = iota
+	kindBounded
+	kindFair
+	kindGcdWRR
+	kindIpHash
+	kindKetama
+	kindLeastConn
+	kindMaglev
+	kindModuloHash
+	kindRandom
+	kindRoundRobin
+	kindSmoothWRR
+	kindWeightedRandom
+)
+
+// kindOf returns the kind of strategy s, once per group: a switch on an
+// int then dispatches each pick.
+func kindOf(s strategy) int {
+	switch s.(type) {
+	case *bounded:
+		return kindBounded
+	case *fair:
+		return kindFair
+	case *gcdWRR:
+		return kindGcdWRR
+	case *ipHash:
+		return kindIpHash
+	case *ketama:
+		return kindKetama
+	case *leastConn:
+		return kindLeastConn
+	case *maglev:
+		return kindMaglev
+	case *moduloHash:
+		return kindModuloHash
+	case *random:
+		return kindRandom
+	case *roundRobin:
+		return kindRoundRobin
+	case *smoothWRR:
+		return kindSmoothWRR
+	case *weightedRandom:
+		return kindWeightedRandom
+	}
+	return kindOther
+}
+
+// pickIn is g.strategy.pick(g, r) for the strategies of this package, with
+// a switch on the group's strategy kind and a plain function call instead of
+// the call through the interface: under Traefik's interpreter they cost a
+// fraction of an interface method call, and compiled the switch is a jump
+// table. A strategy it does not list still works, through the interface.
+func pickIn(g *group, r *request) int {
+	switch g.kind {
+	case kindBounded:
+		return pickBounded(g.strategy.(*bounded), g, r)
+	case kindFair:
+		return pickFair(g.strategy.(*fair), g, r)
+	case kindGcdWRR:
+		return pickGCDWRR(g.strategy.(*gcdWRR), g, r)
+	case kindIpHash:
+		return pickIPHash(g.strategy.(*ipHash), g, r)
+	case kindKetama:
+		return pickKetama(g.strategy.(*ketama), g, r)
+	case kindLeastConn:
+		return pickLeastConn(g.strategy.(*leastConn), g, r)
+	case kindMaglev:
+		return pickMaglev(g.strategy.(*maglev), g, r)
+	case kindModuloHash:
+		return pickModulo(g.strategy.(*moduloHash), g, r)
+	case kindRandom:
+		return pickRandom(g.strategy.(*random), g, r)
+	case kindRoundRobin:
+		return pickRoundRobin(g.strategy.(*roundRobin), g, r)
+	case kindSmoothWRR:
+		return pickSmoothWRR(g.strategy.(*smoothWRR), g, r)
+	case kindWeightedRandom:
+		return pickWeightedRandom(g.strategy.(*weightedRandom), g, r)
+	}
+	return g.strategy.pick(g, *r)
+}
+
 // strategyInfo describes one strategy for the registry.
 type strategyInfo struct {
 	// hashed strategies pick by key; like nginx, they refuse backup backends.
@@ -49,15 +134,11 @@ type group struct {
 	// it so that marking a backend down does not remap the others.
 	totalWeight int
 	strategy    strategy
+	kind        int // kindOf(strategy)
 	// smooth is nginx's exact smooth weighted round robin over this group:
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
-	// unsteady counts members whose weight nginx would not use as configured
-	// right now: an effective weight lowered by failures, or a slow start in
-	// progress. While it is not zero, strategies with precomputed tables must
-	// take nginx's exact path instead.
-	unsteady atomic.Int32
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64
@@ -86,20 +167,46 @@ type group struct {
 	// effective weight, and nothing would ever restore it.
 	penalize bool
 	// sched is the schedule of a table strategy (smooth_wrr, gcd_wrr,
-	// round_robin), which Pick follows inline while it is exact.
+	// round_robin), which Pick follows inline while it is exact. Its gate
+	// also counts, for every strategy, the unsteady members: those whose
+	// weight nginx would not use as configured right now (an effective
+	// weight lowered by failures, or a slow start in progress). While any
+	// is, strategies with precomputed tables take nginx's exact path.
 	sched schedule
 }
 
 // schedule is a table strategy's precomputed cycle of member positions, as
 // Pick's fast path reads it. The table is exact, and Pick takes its next
 // entry without asking the strategy, while every member is steady and
-// eligible (see quiet); otherwise Pick goes through the strategy, which
+// eligible (see isQuiet); otherwise Pick goes through the strategy, which
 // knows what to do instead.
 type schedule struct {
-	// mode is 0 while no table applies (none was built, or smooth_wrr runs
-	// nginx's exact pass), k while orbits[k-1] does.
-	mode   atomic.Int32
+	// gate is the one word Pick's fast path loads. Its low byte is the mode:
+	// 0 while no table applies (none was built, or smooth_wrr runs nginx's
+	// exact pass), k while orbits[k-1] does. The bits above count the
+	// group's unsteady members. So gate == 1 says, in one atomic load, that
+	// the canonical table applies and every member is steady.
+	gate   atomic.Int64
 	orbits [2]*orbit
+}
+
+// modeBits is the width of the mode in schedule.gate.
+const (
+	modeBits = 8
+	modeMask = 1<<modeBits - 1
+)
+
+// mode returns the schedule's mode (see gate).
+func (s *schedule) mode() int64 { return s.gate.Load() & modeMask }
+
+// setMode sets the mode and keeps the count of unsteady members.
+func (s *schedule) setMode(k int) {
+	for {
+		old := s.gate.Load()
+		if s.gate.CompareAndSwap(old, old&^modeMask|int64(k)) {
+			return
+		}
+	}
 }
 
 // orbit is one period of a schedule. Only the canonical one (orbits[0]) is
@@ -116,13 +223,15 @@ type orbit struct {
 // follow makes orbit o, at the schedule's k-th place, the one Pick follows.
 func (s *schedule) follow(k int, o *orbit) {
 	s.orbits[k-1] = o
-	s.mode.Store(int32(k))
+	s.setMode(k)
 }
 
-// quiet reports, in O(1), whether every member that is not down is eligible
-// when the caller has no filter. It may say no when the members are in fact
-// eligible (then the caller checks them one by one), never the reverse.
-func (g *group) quiet() bool {
+// isQuiet reports, in O(1), whether every member that is not down is
+// eligible when the caller has no filter. It may say no when the members are
+// in fact eligible (then the caller checks them one by one), never the
+// reverse. (This and the other helpers of the pick path are functions, not
+// methods: under the interpreter a method call costs several function calls.)
+func isQuiet(g *group) bool {
 	return len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0
 }
 
@@ -132,9 +241,15 @@ type hotMember struct {
 	milli int64
 }
 
-// steady reports whether every member currently weighs what it is configured
-// to weigh, so that precomputed schedules are exact.
-func (g *group) steady() bool { return g.unsteady.Load() == 0 }
+// isSteady reports whether every member currently weighs what it is
+// configured to weigh, so that precomputed schedules are exact.
+func isSteady(g *group) bool { return g.sched.gate.Load()>>modeBits == 0 }
+
+// unsteady returns the number of unsteady members.
+func (g *group) unsteady() int { return int(g.sched.gate.Load() >> modeBits) }
+
+// addUnsteady changes the number of unsteady members by d.
+func (g *group) addUnsteady(d int64) { g.sched.gate.Add(d << modeBits) }
 
 func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error) {
 	c := &b.cfg
@@ -164,6 +279,7 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 		return nil, err
 	}
 	g.strategy = s
+	g.kind = kindOf(s)
 	return g, nil
 }
 
@@ -183,30 +299,29 @@ func chosen(g *group, pos int, r request) int {
 	return m.index
 }
 
-// scanMode tells a scan over all members what it may skip for this pick:
-// every eligibility check when no member can be ineligible now (simple: no
-// caller's filter, and no flags, or no member down and the group quiet),
-// every ramp check when no member ramps (ramps is false).
-func (g *group) scanMode(r *request) (simple, ramps bool) {
-	simple = r.avail == nil && (g.plain || g.allUp && g.quiet())
-	return simple, g.ramps.Load() != 0
+// simpleScan tells a scan over all members whether it may skip every
+// eligibility check for this pick: no member can be ineligible now (no
+// caller's filter, and no flags, or no member down and the group quiet).
+// (The scan may skip every ramp check when g.ramps is 0.)
+func simpleScan(g *group, r *request) bool {
+	return r.avail == nil && (g.plain || g.allUp && isQuiet(g))
 }
 
 // allEligible reports whether every member that is not down may be picked
 // now. Without a caller's filter it looks at the members with max_conns or
 // max_fails only, and at none of them while quiet; with a filter, it asks the
 // filter about every member.
-func (g *group) allEligible(r *request) bool {
-	if r.avail == nil && g.quiet() {
+func allEligible(g *group, r *request) bool {
+	if r.avail == nil && isQuiet(g) {
 		return true
 	}
-	return g.checkAll(r)
+	return checkAll(g, r)
 }
 
-func (g *group) checkAll(r *request) bool {
+func checkAll(g *group, r *request) bool {
 	if r.avail == nil {
 		for _, p := range g.flagged {
-			if !r.check(g.members[p]) {
+			if !check(r, g.members[p]) {
 				return false
 			}
 		}
@@ -217,7 +332,7 @@ func (g *group) checkAll(r *request) bool {
 			if !r.avail(m.index) {
 				return false
 			}
-		} else if !m.down && !r.check(m) {
+		} else if !m.down && !check(r, m) {
 			return false
 		}
 	}
@@ -251,26 +366,28 @@ func (r *request) weight(m *member) int {
 	return int(r.rampWeight(m, 1))
 }
 
-// milliWeight is weight in thousandths, so that least_conn and fair ramp
+// milliWeightNow is weight in thousandths, so that least_conn and fair ramp
 // smoothly even for weight 1.
-func (r *request) milliWeight(m *member) int64 {
+func milliWeightNow(r *request, m *member) int64 {
 	if m.ramping.Load() == 0 {
 		return int64(m.weight) * 1000
 	}
 	return r.rampWeight(m, 1000)
 }
 
-// ok reports whether member m may be picked now: not down, not full, not
-// failed, and not refused by the caller. It is small enough to inline for
-// the common case of a member with no flags and no caller's filter.
-func (r *request) ok(m *member) bool {
-	if m.plain && r.avail == nil {
-		return true
-	}
-	return r.check(m)
+// usable reports whether member m may be picked now: not down, not full,
+// not failed, and not refused by the caller. It is small enough to inline
+// for the common case of a member with no flags and no caller's filter. It
+// and check are functions, not methods: under the interpreter a method call
+// costs about four function calls.
+func usable(r *request, m *member) bool {
+	return m.plain && r.avail == nil || check(r, m)
 }
 
-func (r *request) check(m *member) bool {
+// ok is usable as a method, for strategies written against it.
+func (r *request) ok(m *member) bool { return usable(r, m) }
+
+func check(r *request, m *member) bool {
 	if m.down {
 		return false
 	}

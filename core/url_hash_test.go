@@ -182,7 +182,7 @@ func TestWeightWalkMatchesNginx(t *testing.T) {
 				t.Fatalf("total %d: table %v", b.primary.totalWeight, ww.table != nil)
 			}
 			for w := 0; w < b.primary.totalWeight; w++ {
-				if got, want := ww.find(w), refWalk(weights, w); got != want {
+				if got, want := walkFind(&ww, w), refWalk(weights, w); got != want {
 					t.Fatalf("weights %v, w=%d: %d, want %d", weights, w, got, want)
 				}
 			}
@@ -354,7 +354,7 @@ func TestKetamaRingEdges(t *testing.T) {
 		if c.h == math.MaxUint32 && ring.points[last] == math.MaxUint32 {
 			continue
 		}
-		if got := ring.find(c.h); got != c.want {
+		if got := ringFind(ring, c.h); got != c.want {
 			t.Errorf("find(%08x) = %d, want %d", c.h, got, c.want)
 		}
 	}
@@ -472,7 +472,7 @@ func TestKetamaNextPoint(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, Backends: numbered(5)})
 	ring := b.primary.strategy.(*ketama).ring
 	for _, k := range testKeys(200) {
-		i := ring.find(crcString(k))
+		i := ringFind(ring, crcString(k))
 		first := int(ring.owner[i])
 		next := i
 		for int(ring.owner[next]) == first {

@@ -75,10 +75,10 @@ func newAliasTable(g *group, up []int32) aliasTable {
 	return s
 }
 
-// draw maps a uniform 64-bit x to a member position (the table must not be
+// aliasDraw maps a uniform 64-bit x to a member position (the table must not be
 // empty): the high part of x picks the column, the rest decides between the
 // column's two members.
-func (s *aliasTable) draw(x uint64) int32 {
+func aliasDraw(s *aliasTable, x uint64) int32 {
 	col, lo := fastrange(x, uint64(len(s.cells)))
 	c := &s.cells[col]
 	if d, _ := fastrange(lo, s.total); d < c.threshold {
@@ -114,10 +114,10 @@ func newPairDraw(g *group) pairDraw {
 	return d
 }
 
-// draw returns two candidates from one uniform 64-bit x, distinct unless
+// drawPair returns two candidates from one uniform 64-bit x, distinct unless
 // pairTries draws all repeat the first (then i == j), or ok false when there
 // are fewer than two members to draw from.
-func (d *pairDraw) draw(x uint64, n int) (i, j int, ok bool) {
+func drawPair(d *pairDraw, x uint64, n int) (i, j int, ok bool) {
 	if d.uniform {
 		if n < 2 {
 			return 0, 0, false
@@ -128,29 +128,33 @@ func (d *pairDraw) draw(x uint64, n int) (i, j int, ok bool) {
 	if len(d.cells) < 2 {
 		return 0, 0, false
 	}
-	i = int(d.aliasTable.draw(x))
+	i = int(aliasDraw(&d.aliasTable, x))
 	j = i
 	for t := 0; t < pairTries && j == i; t++ {
 		x += 0x9e3779b97f4a7c15
-		j = int(d.aliasTable.draw(mix64(x)))
+		j = int(aliasDraw(&d.aliasTable, mix64(x)))
 	}
 	return i, j, true
 }
 
-func (s *weightedRandom) pick(g *group, r request) int {
+func (s *weightedRandom) pick(g *group, r request) int { return pickWeightedRandom(s, g, &r) }
+
+// pickWeightedRandom is the pick as a plain function, which pickIn calls without going
+// through the interface.
+func pickWeightedRandom(s *weightedRandom, g *group, r *request) int {
 	if len(s.cells) == 0 {
 		return -1
 	}
 	// During a slow start weights differ from the table's; draw exactly
 	// from the weights of the moment instead.
-	if !g.steady() {
-		return sampleEligible(g, &r, s.up, true)
+	if !isSteady(g) {
+		return sampleEligible(g, r, s.up, true)
 	}
 	for t := 0; t < randomTries; t++ {
-		pos := s.draw(r.b.rand())
-		if r.ok(g.members[pos]) {
+		pos := aliasDraw(&s.aliasTable, r.b.rand())
+		if usable(r, g.members[pos]) {
 			return int(pos)
 		}
 	}
-	return sampleEligible(g, &r, s.up, true)
+	return sampleEligible(g, r, s.up, true)
 }

@@ -50,7 +50,7 @@ func TestWeightedRandomShares(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := mustBalancer(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, tt.down), Rand: seededRandFunc(42)})
 			if tt.unsteady {
-				b.primary.unsteady.Add(1)
+				b.primary.addUnsteady(1)
 			}
 			checkShares(t, drawCounts(t, b, 60000, tt.avail), tt.want)
 		})

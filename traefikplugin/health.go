@@ -99,7 +99,7 @@ func (p *Plugin) setHealth(i int, healthy bool) {
 		log.Printf("lbpack middleware %q: health update: %v", p.name, err)
 		return
 	}
-	p.bal.Store(bind(b))
+	p.bal.Store(bind(b, old.failed))
 	if healthy {
 		// Back from down: a server with a slow start ramps up again.
 		b.Recover(i)

@@ -90,11 +90,19 @@ func TestUntrackedRecovery(t *testing.T) {
 		return rec.Body.String()
 	}
 	bal := p.bal.Load().(*balancer).Balancer
+	if p.bal.Load().(*balancer).failed {
+		t.Fatal("failed set before any failure")
+	}
 	if got := get(); got != "steady" {
 		t.Fatalf("first request: %q, want the retry on steady", got)
 	}
 	if f := bal.Fails(0); f != 1 {
 		t.Fatalf("flaky has %d failures, want 1", f)
+	}
+	// The failure is recorded, so successes look at the failure count again
+	// (which is how the probe below clears it).
+	if b := p.bal.Load().(*balancer); !b.failed || b.Balancer != bal {
+		t.Fatalf("after a failure: failed %v, same balancer %v; want true, true", b.failed, b.Balancer == bal)
 	}
 	for k := 0; k < 4; k++ {
 		if got := get(); got != "steady" {

@@ -44,23 +44,37 @@ type Plugin struct {
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
 	checks   sync.WaitGroup // the health checkers running
-	mu       sync.Mutex     // serialises health changes
+	mu       sync.Mutex     // serialises replacements of bal (health changes, markFailed)
 	unhealth []bool         // by server, under mu
 }
 
 // balancer is the balancer of the moment with the methods a request calls
 // bound: under the interpreter a call through a method value costs about
-// half a method call.
+// half a method call. (The pick is core.PickIndex, a plain function, which
+// costs less again.)
 type balancer struct {
 	*core.Balancer
-	pick  func(key string) (int, error)
 	fails func(i int) int64
 	start func(i int)
 	done  func(i int, latency time.Duration, failed bool)
+	// failed is true once a failure has gone to Done. Until then no server
+	// can have failures (the balancer is this middleware's own), so a
+	// success needs no look at the server's failure count. Kept here, the
+	// flag costs the request path no atomic load of its own.
+	failed bool
 }
 
-func bind(b *core.Balancer) *balancer {
-	return &balancer{Balancer: b, pick: b.Pick, fails: b.Fails, start: b.Start, done: b.Done}
+func bind(b *core.Balancer, failed bool) *balancer {
+	return &balancer{Balancer: b, fails: b.Fails, start: b.Start, done: b.Done, failed: failed}
+}
+
+// markFailed records that a failure has gone to Done.
+func (p *Plugin) markFailed() {
+	p.mu.Lock()
+	if b := p.bal.Load().(*balancer); !b.failed {
+		p.bal.Store(bind(b.Balancer, true))
+	}
+	p.mu.Unlock()
 }
 
 // attemptKey is the context key under which a request carries its attempt.
@@ -107,7 +121,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		timed:    s.balancer.Strategy == core.Fair,
 		unhealth: make([]bool, len(s.targets)),
 	}
-	p.bal.Store(bind(b))
+	p.bal.Store(bind(b, false))
 	for _, t := range s.targets {
 		p.proxies = append(p.proxies, p.newProxy(t))
 	}
@@ -185,25 +199,49 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // ServeHTTP picks a server and proxies the request to it. The common case,
 // one successful try, is kept to a few calls: the interpreter charges
-// for each.
+// for each, and for each value it computes, so what is rare goes to other
+// functions.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := p.bal.Load().(*balancer)
 	key := ""
 	if p.keyKind != keyNone {
 		key = requestKey(p.s, r)
 	}
-	i, err := b.pick(key)
-	if err != nil {
+	i := core.PickIndex(b.Balancer, key)
+	if i < 0 {
 		unavailable(w)
 		return
 	}
 	a := &attempt{p: p, b: b, key: key, i: i}
 	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-	if p.retries > 0 && r.Body != nil && r.Body != http.NoBody {
+	if p.track || p.retries > 0 && r.Body != nil && r.Body != http.NoBody {
+		serve(w, a)
+		return
+	}
+	// try's untracked case, inline, since the call would cost as much as
+	// the rest: a success while no failure was ever reported ends here.
+	p.proxies[i].ServeHTTP(w, a.req)
+	if a.err != nil || p.failures && b.failed {
+		end(w, a)
+	}
+}
+
+// serve proxies a request that has a body to keep for retries, or whose
+// tries the balancer counts.
+func serve(w http.ResponseWriter, a *attempt) {
+	if a.p.retries > 0 && a.req.Body != nil && a.req.Body != http.NoBody {
 		serveBody(w, a)
 		return
 	}
 	if !try(w, a) {
+		retry(w, a, nil)
+	}
+}
+
+// end finishes an untracked first try that failed or may have cleared
+// failures, and retries a failed one.
+func end(w http.ResponseWriter, a *attempt) {
+	if !settle(a) {
 		retry(w, a, nil)
 	}
 }
@@ -213,16 +251,8 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func try(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
 	if !p.track {
-		// Nothing counts requests in flight: the balancer hears of a try
-		// only when it fails, or succeeds after failures (which clears
-		// them, as nginx does after a probe).
 		p.proxies[a.i].ServeHTTP(w, a.req)
-		if a.err == nil && (!p.failures || a.b.fails(a.i) == 0) {
-			return true
-		}
-		a.b.start(a.i)
-		finish(a)
-		return a.err == nil
+		return settle(a)
 	}
 	if p.timed {
 		a.start = time.Now()
@@ -235,6 +265,20 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	return a.err == nil
 }
 
+// settle ends an untracked try and reports whether it got an answer.
+// Nothing counts requests in flight, so the balancer hears of the try only
+// when it failed, or succeeded after failures (which clears them, as nginx
+// does after a probe).
+func settle(a *attempt) bool {
+	p := a.p
+	if a.err == nil && (!p.failures || !p.bal.Load().(*balancer).failed || a.b.fails(a.i) == 0) {
+		return true
+	}
+	a.b.start(a.i)
+	finish(a)
+	return a.err == nil
+}
+
 // finish reports the end of a try to the balancer. A request the client
 // gave up on says nothing about the server.
 func finish(a *attempt) {
@@ -242,7 +286,11 @@ func finish(a *attempt) {
 	if a.p.timed {
 		took = time.Since(a.start)
 	}
-	a.b.done(a.i, took, a.err != nil && a.req.Context().Err() == nil)
+	failed := a.err != nil && a.req.Context().Err() == nil
+	if failed && a.p.failures && !a.b.failed {
+		a.p.markFailed()
+	}
+	a.b.done(a.i, took, failed)
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the

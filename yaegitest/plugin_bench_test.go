@@ -31,13 +31,14 @@ func StubProxies(h http.Handler, stub http.Handler) {
 	}
 }
 
-// Parts returns loops over the balancer calls a request makes: the pick,
-// and the Start and Done around the proxying.
+// Parts returns loops over the balancer calls a request makes: the pick
+// (through core.PickIndex, as ServeHTTP calls it), and the Start and
+// Done around the proxying.
 func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	pick = func(n int) {
 		for k := 0; k < n; k++ {
-			b.Pick("")
+			core.PickIndex(b, "")
 		}
 	}
 	startDone = func(n int) {
