@@ -384,9 +384,6 @@ func usable(r *request, m *member) bool {
 	return m.plain && r.avail == nil || check(r, m)
 }
 
-// ok is usable as a method, for strategies written against it.
-func (r *request) ok(m *member) bool { return usable(r, m) }
-
 func check(r *request, m *member) bool {
 	if m.down {
 		return false
