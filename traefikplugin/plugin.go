@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,13 @@ type Plugin struct {
 	checks   sync.WaitGroup // the health checkers running
 	mu       sync.Mutex     // serialises replacements of bal (health changes, markFailed)
 	unhealth []bool         // by server, under mu
+	// The transport errors of requests that carry no attempt, by response
+	// writer (see writerKey), until their ServeHTTP takes them. pending
+	// counts them, so that a request finds out whether its try failed with
+	// one atomic load (a pointer: under the interpreter, the address of a
+	// field costs an allocation on every use).
+	errs    sync.Map
+	pending *atomic.Int64
 }
 
 // balancer is the balancer of the moment with the methods a request calls
@@ -86,12 +94,15 @@ var attemptKey = new(int)
 type attempt struct {
 	p     *Plugin
 	b     *balancer
-	req   *http.Request // the request as proxied, carrying the attempt
+	req   *http.Request // the request as proxied
 	key   string        // the hash key, for a retry's pick
 	i     int           // the server of the current try
 	start time.Time     // when the current try began (timed only)
 	err   error         // the transport error of the last try, if any
 	tried []bool        // servers already tried; made on the first retry
+	// carried: req carries the attempt in its context, where the error
+	// handler puts the error; otherwise it goes to p.errs (see proxyError).
+	carried bool
 }
 
 // untried is the availability predicate for a retry: a request never goes
@@ -122,10 +133,11 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
 		unhealth: make([]bool, len(s.targets)),
+		pending:  new(atomic.Int64),
 	}
 	p.bal.Store(bind(b, false))
-	for _, t := range s.targets {
-		p.proxies = append(p.proxies, p.newProxy(t))
+	for i, t := range s.targets {
+		p.proxies = append(p.proxies, p.newProxy(i, t))
 	}
 	if s.healthPath != "" {
 		p.startHealthChecks(ctx)
@@ -166,7 +178,7 @@ func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.
 	}
 }
 
-// newProxy builds server target's reverse proxy. It is a function of its
+// newProxy builds server i's reverse proxy, to target. It is a function of its
 // own so that each proxy's closure captures its own target (yaegi shares
 // loop variables between closures).
 //
@@ -175,11 +187,11 @@ func dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.
 // and the proxy appends the peer to X-Forwarded-For. Traefik's entry point
 // has already set X-Forwarded-Proto, -Host, -Port and X-Real-Ip on the
 // request, and they pass through.
-func (p *Plugin) newProxy(target *url.URL) http.Handler {
+func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = p.tr
 	rp.BufferPool = p.buffers
-	rp.ErrorHandler = proxyError
+	rp.ErrorHandler = proxyError(p, i)
 	if !p.s.passHost {
 		direct := rp.Director
 		rp.Director = func(r *http.Request) {
@@ -214,14 +226,58 @@ func (bp *bufferPool) Put(b []byte) {
 	}
 }
 
-// proxyError hands a transport error to the request's attempt instead of
-// answering, so that ServeHTTP can move on to another server.
-func proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
-		a.err = err
-		return
+// proxyError returns server i's error handler. It hands a transport error
+// to the request instead of answering, so that ServeHTTP can move on to
+// another server: to the attempt the request carries, or, for the common
+// request that carries none (a context costs it more than the rest of its
+// bookkeeping), to p.errs under the response writer, where ServeHTTP finds
+// it after the proxy returns (the handler runs on ServeHTTP's goroutine).
+func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
+			a.err = err
+			return
+		}
+		if k := writerKey(w); k != nil {
+			p.errs.Store(k, err)
+			p.pending.Add(1)
+			return
+		}
+		// A writer with no identity: the try ends here, unretried.
+		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err})
+		badGateway(w, err)
 	}
-	w.WriteHeader(http.StatusBadGateway)
+}
+
+// writerKey identifies a response writer in p.errs: the writer itself, or,
+// when that is not comparable, the writer yaegi's wrapper (a struct of
+// funcs) holds for another interpreted plugin. nil when neither is usable.
+func writerKey(w http.ResponseWriter) interface{} {
+	v := reflect.ValueOf(w)
+	if !v.IsValid() || v.Comparable() {
+		return w
+	}
+	if v.Kind() == reflect.Struct && v.NumField() > 0 {
+		if f := v.Field(0); f.Kind() == reflect.Interface && !f.IsNil() && f.CanInterface() && f.Elem().Comparable() {
+			return f.Elem().Interface()
+		}
+	}
+	return nil
+}
+
+// failure takes the transport error the error handler left for writer w,
+// if any.
+func failure(p *Plugin, w http.ResponseWriter) error {
+	if p.pending.Load() == 0 {
+		return nil
+	}
+	if k := writerKey(w); k != nil {
+		if err, ok := p.errs.LoadAndDelete(k); ok {
+			p.pending.Add(-1)
+			return err.(error)
+		}
+	}
+	return nil
 }
 
 // ServeHTTP picks a server and proxies the request to it. The common case,
@@ -239,23 +295,26 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w)
 		return
 	}
-	a := &attempt{p: p, b: b, key: key, i: i}
-	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-	if p.track || p.retries > 0 && r.Body != nil && r.Body != http.NoBody {
-		serve(w, a)
+	// The proxy sends no body when ContentLength is 0, so only then is
+	// there none to keep for a retry.
+	if p.track || r.ContentLength != 0 && p.retries > 0 {
+		serve(w, r, p, b, key, i)
 		return
 	}
 	// try's untracked case, inline, since the call would cost as much as
-	// the rest: a success while no failure was ever reported ends here.
-	p.proxies[i].ServeHTTP(w, a.req)
-	if a.err != nil || p.failures && b.failed {
-		end(w, a)
+	// the rest: a success while no failure was ever reported ends here,
+	// with no attempt made (b.failed implies p.failures).
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() != 0 || b.failed {
+		end(w, &attempt{p: p, b: b, req: r, key: key, i: i})
 	}
 }
 
 // serve proxies a request that has a body to keep for retries, or whose
-// tries the balancer counts.
-func serve(w http.ResponseWriter, a *attempt) {
+// tries the balancer counts. Its attempt goes with it, in a copy of r.
+func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+	a := &attempt{p: p, b: b, key: key, i: i, carried: true}
+	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
 	if a.p.retries > 0 && a.req.Body != nil && a.req.Body != http.NoBody {
 		serveBody(w, a)
 		return
@@ -268,7 +327,8 @@ func serve(w http.ResponseWriter, a *attempt) {
 // end finishes an untracked first try that failed or may have cleared
 // failures, and retries a failed one.
 func end(w http.ResponseWriter, a *attempt) {
-	if !settle(a) {
+	a.err = failure(a.p, w)
+	if !settle(w, a) {
 		retry(w, a, nil)
 	}
 }
@@ -279,7 +339,10 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
 	if !p.track {
 		p.proxies[a.i].ServeHTTP(w, a.req)
-		return settle(a)
+		if a.err == nil {
+			a.err = failure(p, w) // a retry of a request with no attempt in its context
+		}
+		return settle(w, a)
 	}
 	if p.timed {
 		a.start = time.Now()
@@ -296,9 +359,14 @@ func try(w http.ResponseWriter, a *attempt) bool {
 // Nothing counts requests in flight, so the balancer hears of the try only
 // when it failed, or succeeded after failures (which clears them, as nginx
 // does after a probe).
-func settle(a *attempt) bool {
+func settle(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
 	if a.err == nil && (!p.failures || !p.bal.Load().(*balancer).failed || a.b.fails(a.i) == 0) {
+		return true
+	}
+	if a.err == nil && !a.carried && writerKey(w) == nil {
+		// The error handler could not hand this try's error back, if it
+		// had one, and then settled it itself: report nothing.
 		return true
 	}
 	a.b.start(a.i)

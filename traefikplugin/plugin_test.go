@@ -54,3 +54,55 @@ func TestBufferPoolBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentFailuresSettle sends GETs from many goroutines while one of
+// two servers refuses connections: every request is retried on the live
+// server, and every transport error the proxies report is taken by its own
+// request, so nothing is left pending once all have ended.
+func TestConcurrentFailuresSettle(t *testing.T) {
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "live")
+	}))
+	defer live.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // its port now refuses connections
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := New(ctx, nil, withServers(CreateConfig(), deadURL, live.URL), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.(*Plugin)
+	const goroutines, each = 8, 50
+	codes := make(chan int, goroutines*each)
+	done := make(chan struct{})
+	for g := 0; g < goroutines; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < each; i++ {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+				codes <- rec.Code
+			}
+		}()
+	}
+	for g := 0; g < goroutines; g++ {
+		<-done
+	}
+	close(codes)
+	for c := range codes {
+		if c != http.StatusOK {
+			t.Fatalf("a request answered %d; want 200 from the live server after a retry", c)
+		}
+	}
+	if n := p.pending.Load(); n != 0 {
+		t.Errorf("%d transport errors still pending after every request ended", n)
+	}
+	left := 0
+	p.errs.Range(func(k, v any) bool { left++; return true })
+	if left != 0 {
+		t.Errorf("%d errors left in the plugin's map", left)
+	}
+}
