@@ -61,7 +61,7 @@ func TestNewRejects(t *testing.T) {
 			if _, known := strategies[tt.cfg.Strategy]; !known || tt.cfg.HashMode != "" || tt.cfg.LoadFactor != 0 || tt.cfg.Stagger || tt.cfg.TwoChoices || tt.cfg.DecayTime != 0 {
 				return
 			}
-			good := mustBalancer(t, Config{Strategy: tt.cfg.Strategy, Backends: ok()})
+			good := mustNew(t, Config{Strategy: tt.cfg.Strategy, Backends: ok()})
 			if _, err := good.Update(tt.cfg.Backends); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Update: %v; want an error containing %q", err, tt.want)
 			}
@@ -78,7 +78,7 @@ func TestNewAccepts(t *testing.T) {
 		}
 		bs[4].Backup = true
 		bs[3].Down = true
-		b := mustBalancer(t, Config{Strategy: s, Backends: bs})
+		b := mustNew(t, Config{Strategy: s, Backends: bs})
 		if b.Len() != 5 || b.Strategy() != s || b.Index("[::1]:443") != 2 || b.Index("nope:1") != -1 {
 			t.Fatalf("%s: Len %d Strategy %q Index %d", s, b.Len(), b.Strategy(), b.Index("[::1]:443"))
 		}
@@ -100,7 +100,7 @@ func TestNewAccepts(t *testing.T) {
 }
 
 func TestUpdateKeepsStateAndOptions(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil), Stagger: true, Rand: seededRandFunc(7)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil), Stagger: true, Rand: seededRandFunc(7)})
 	b.Start(1)
 	b.Start(1)
 	nb, err := b.Update(testBackends([]int{1, 1, 1, 1}, nil)[1:])
@@ -144,7 +144,7 @@ func TestPickFastPathMatchesNginx(t *testing.T) {
 		clock := newHCClock()
 		base := clock.t.Unix()
 		ref := newNginxRR(weights, maxFails, 10)
-		b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
 		for step := 0; step < 400; step++ {
 			if rng.Intn(8) == 0 {
 				clock.add(time.Duration(1+rng.Intn(6)) * time.Second)
@@ -197,8 +197,8 @@ func TestPickMatchesPickFunc(t *testing.T) {
 				}
 			}
 			clock := newHCClock()
-			x := hcNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
-			y := hcNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
+			x := mustNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
+			y := mustNew(t, Config{Strategy: strategy, Backends: bs, Now: clock.now})
 			var held []int
 			for step := 0; step < 300; step++ {
 				if step%50 == 49 {
@@ -241,7 +241,7 @@ func TestFailingCount(t *testing.T) {
 	for i := range bs {
 		bs[i].MaxFails = 2
 	}
-	b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
 	check := func(when string, b *Balancer, want int32) {
 		t.Helper()
 		if got := b.failing.Load(); got != want {
@@ -283,7 +283,7 @@ func TestFailingCount(t *testing.T) {
 	check("after successful probes", u, 0)
 	check("the older balancer shares the count", b, 0)
 
-	one := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs[:2], Now: clock.now})
+	one := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs[:2], Now: clock.now})
 	one.Start(0)
 	one.Done(0, 0, true)
 	check("two backends, one failure", one, 1)
@@ -305,7 +305,7 @@ func TestPickIndex(t *testing.T) {
 	for _, name := range Strategies() {
 		t.Run(name, func(t *testing.T) {
 			mk := func(down []bool) *Balancer {
-				return mustBalancer(t, Config{Strategy: name, Backends: testBackends(w, down), Rand: seededRandFunc(7)})
+				return mustNew(t, Config{Strategy: name, Backends: testBackends(w, down), Rand: seededRandFunc(7)})
 			}
 			byPick, byMethod, byFunc := mk(nil), mk(nil), mk(nil)
 			for k := 0; k < 200; k++ {

@@ -126,19 +126,6 @@ func decimal(i int) string {
 	return decimal(i/10) + digits[i%10:i%10+1]
 }
 
-// mustBalancer builds a balancer or fails the test.
-func mustBalancer(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, cfg Config) *Balancer {
-	t.Helper()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return b
-}
-
 // picks returns the next n picks of b (all backends available) or fails.
 func pickN(t interface {
 	Helper()
@@ -154,22 +141,6 @@ func pickN(t interface {
 		out[i] = p
 	}
 	return out
-}
-
-// letterSeq renders a sequence of backend indexes as "a b c ...".
-func letterSeq(seq []int) string {
-	s := ""
-	for i, p := range seq {
-		if i > 0 {
-			s += " "
-		}
-		if p < 0 {
-			s += "-"
-			continue
-		}
-		s += string(rune('a' + p))
-	}
-	return s
 }
 
 // seededRandFunc returns a deterministic Config.Rand.
@@ -204,7 +175,7 @@ func BenchmarkStatic(b *testing.B) {
 			benchPick(b, func() { peer.pick(nil) })
 		})
 		for _, s := range []string{SmoothWRR, GCDWRR, RoundRobin, Random, WeightedRandom} {
-			bal := mustBalancer(b, Config{Strategy: s, Backends: testBackends(w, nil)})
+			bal := mustNew(b, Config{Strategy: s, Backends: testBackends(w, nil)})
 			b.Run(fmt.Sprintf("n=%d/%s", n, s), func(b *testing.B) {
 				benchPick(b, func() { bal.Pick("") })
 			})

@@ -39,7 +39,7 @@ func TestFairExactChoices(t *testing.T) {
 		[2]uint64{0, 0}, // picks 11-15: a vs b
 		[2]uint64{0, 0}, [2]uint64{0, 0}, [2]uint64{0, 0}, [2]uint64{0, 0},
 	)
-	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: rnd})
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: rnd})
 	ms := time.Millisecond
 	var seq []int
 	// step picks, starts the request, and ends it after lat unless lat is 0.
@@ -69,7 +69,7 @@ func TestFairExactChoices(t *testing.T) {
 		step(0) // a 10x(4..8) vs b 30x3=90: a
 	}
 	step(0) // pick 16: exploration, backend (16/16) mod 3 = b
-	if got, want := hcLetters(seq), "b c a a a b b c a c a a a a a b"; got != want {
+	if got, want := letters(seq), "b c a a a b b c a c a a a a a b"; got != want {
 		t.Fatalf("picks %s\n want %s", got, want)
 	}
 }
@@ -80,7 +80,7 @@ func TestFairUnmeasuredTried(t *testing.T) {
 	clock := newHCClock()
 	rng := rand.New(rand.NewSource(5))
 	bs := hcBackends(1, 1)
-	b := hcNew(t, Config{Strategy: Fair, Backends: bs, Now: clock.now, Rand: rng.Uint64})
+	b := mustNew(t, Config{Strategy: Fair, Backends: bs, Now: clock.now, Rand: rng.Uint64})
 	for k := 0; k < 50; k++ { // both measured at 10ms
 		i := hcPick(t, b)
 		b.Start(i)
@@ -132,7 +132,7 @@ func TestFairNeverStarves(t *testing.T) {
 	clock := newHCClock()
 	rng := rand.New(rand.NewSource(9))
 	const n = 5
-	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1, 1, 1), Now: clock.now, Rand: rng.Uint64})
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1, 1, 1), Now: clock.now, Rand: rng.Uint64})
 	lat := func(i int) time.Duration {
 		if i == 4 {
 			return time.Second
@@ -183,7 +183,7 @@ func TestFairNeverStarves(t *testing.T) {
 }
 
 func TestFairDecayOptionAndErrors(t *testing.T) {
-	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), DecayTime: time.Second})
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), DecayTime: time.Second})
 	if got := b.primary.decay; got != int64(time.Second) {
 		t.Fatalf("decay %d", got)
 	}
@@ -225,7 +225,7 @@ func TestFairEWMA(t *testing.T) {
 }
 
 func TestFairAllocsAndConcurrency(t *testing.T) {
-	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 1, 1)})
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 1, 1)})
 	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
 		t.Fatalf("fair pick allocates %v", a)
 	}
@@ -260,7 +260,7 @@ func BenchmarkFair(b *testing.B) {
 			for i := range bs {
 				bs[i] = Backend{Address: fmt.Sprintf("10.%d.%d.%d:80", i>>16, i>>8&255, i&255), Weight: 1 + i%3}
 			}
-			lb := hcNew(b, Config{Strategy: Fair, Backends: bs})
+			lb := mustNew(b, Config{Strategy: Fair, Backends: bs})
 			rng := rand.New(rand.NewSource(1))
 			for i := 0; i < n; i++ { // measured, some in flight
 				lb.Start(i)
@@ -283,7 +283,7 @@ func BenchmarkFairParallel(b *testing.B) {
 	for i := range bs {
 		bs[i] = Backend{Address: fmt.Sprintf("10.%d.%d.%d:80", i>>16, i>>8&255, i&255), Weight: 1}
 	}
-	lb := hcNew(b, Config{Strategy: Fair, Backends: bs})
+	lb := mustNew(b, Config{Strategy: Fair, Backends: bs})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -301,7 +301,7 @@ func BenchmarkFairParallel(b *testing.B) {
 func TestFairIdleSharesFollowWeights(t *testing.T) {
 	clock := newHCClock()
 	w := []int{5, 3, 2}
-	b := hcNew(t, Config{Strategy: Fair, Backends: hcBackends(w...), Now: clock.now, Rand: seededRandFunc(9)})
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(w...), Now: clock.now, Rand: seededRandFunc(9)})
 	const picks = 40000
 	counts := make([]int, len(w))
 	for k := 0; k < picks; k++ {

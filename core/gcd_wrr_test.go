@@ -8,32 +8,19 @@ import (
 )
 
 func TestGCDWRRWorkedExamples(t *testing.T) {
-	tests := []struct {
-		name    string
-		weights []int
-		down    []bool
-		want    string
-	}{
+	checkSequences(t, GCDWRR, []seqCase{
 		{"6,3,1", []int{6, 3, 1}, nil, "a a a a b a b a b c a a"},
 		{"gcd 2: 4,2", []int{4, 2}, nil, "a a b a a b"},
 		{"5,3,2", []int{5, 3, 2}, nil, "a a a b a b c a b c a a"},
 		{"6,3,1 with a down", []int{6, 3, 1}, []bool{true, false, false}, "b b b c b b b"},
 		{"equal", []int{3, 3}, nil, "a b a b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(tt.weights, tt.down)})
-			if got := letterSeq(pickN(t, b, (len(tt.want)+1)/2)); got != tt.want {
-				t.Fatalf("got  %s\nwant %s", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestGCDWRRMatchesLVS(t *testing.T) {
 	ws, downs := weightSets(11, 200, 12, 20)
 	for k := range ws {
-		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(ws[k], downs[k])})
+		b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(ws[k], downs[k])})
 		ref := newLVSWRR(ws[k], downs[k])
 		counts := make([]int, len(ws[k]))
 		W := sumUp(ws[k], downs[k])
@@ -72,7 +59,7 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 	ws, _ := weightSets(12, 100, 10, 10)
 	rng := rand.New(rand.NewSource(13))
 	for _, w := range ws {
-		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+		b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
 		ref := newLVSWRR(w, nil)
 		// A refusal pattern that changes every pick: each backend is
 		// unavailable with probability 1/2, except one.
@@ -88,7 +75,7 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 			}
 		}
 	}
-	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
+	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
 	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
@@ -96,7 +83,7 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 
 func TestGCDWRRConcurrentExactCounts(t *testing.T) {
 	w := drawWeights(rand.New(rand.NewSource(14)), 50, 10)
-	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
 	const goroutines, periods = 8, 40
 	counts := make([][]int, goroutines)
 	var wg sync.WaitGroup
@@ -119,7 +106,7 @@ func TestGCDWRRConcurrentExactCounts(t *testing.T) {
 
 func TestGCDWRRBeyondBound(t *testing.T) {
 	w := []int{MaxWeight, MaxWeight - 1, 2, 7}
-	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
 	if b.primary.strategy.(*gcdWRR).table != nil {
 		t.Fatal("table built beyond the bound")
 	}
@@ -143,13 +130,13 @@ func TestGCDWRRBeyondBound(t *testing.T) {
 
 func TestGCDWRRStagger(t *testing.T) {
 	w := []int{6, 3, 1}
-	plain := letterSeq(pickN(t, mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)}), 20))
+	plain := letters(pickN(t, mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)}), 20))
 	starts := map[int]bool{}
 	for seed := int64(100); seed < 140; seed++ {
-		b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
+		b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
 		start := int(seededRandFunc(seed)() % 10)
 		starts[start] = true
-		if got, want := letterSeq(pickN(t, b, 10)), plain[2*start:2*start+19]; got != want {
+		if got, want := letters(pickN(t, b, 10)), plain[2*start:2*start+19]; got != want {
 			t.Fatalf("seed %d start %d: %s, want %s", seed, start, got, want)
 		}
 	}
@@ -159,7 +146,7 @@ func TestGCDWRRStagger(t *testing.T) {
 }
 
 func TestGCDWRRAllocs(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
+	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
 	notA := func(i int) bool { return i != 0 }
 	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
 		t.Fatalf("Pick allocates %v", a)
@@ -177,7 +164,7 @@ func TestGCDWRRAllocs(t *testing.T) {
 func TestGCDWRRSlowStart(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	bs := testBackends([]int{4, 6}, nil)
-	b := mustBalancer(t, Config{Strategy: GCDWRR, Backends: bs, Now: func() time.Time { return clock }})
+	b := mustNew(t, Config{Strategy: GCDWRR, Backends: bs, Now: func() time.Time { return clock }})
 	bs = append(bs, Backend{Address: testAddr(2), Weight: 10, SlowStart: 10 * time.Second})
 	b, err := b.Update(bs)
 	if err != nil {

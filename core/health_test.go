@@ -86,7 +86,7 @@ func TestPassiveHealthMatchesNginx(t *testing.T) {
 		clock := newHCClock()
 		base := clock.t.Unix()
 		ref := newNginxRR(weights, maxFails, 10)
-		b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+		b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 		failRate := 1 + rng.Intn(4) // backends fail 1 in failRate+1 requests at worst
 		for step := 0; step < 400; step++ {
 			if rng.Intn(8) == 0 {
@@ -116,7 +116,7 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	bs := hcBackends(4, 4)
 	bs[1].MaxFails = 2
 	clock := newHCClock()
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	g := b.primary
 	if !isSteady(g) {
 		t.Fatal("unsteady before any failure")
@@ -132,7 +132,7 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	// Passes (current weights after adding): a 4, b 2 -> a (total 6, b's
 	// effective weight climbs to 3); a 2, b 5 -> b (total 7, b's effective
 	// weight is 4 again); a 6, b 2 -> a; a 2, b 6 -> b; and so on.
-	if got := hcLetters(seq); got != "a b a b a b a" {
+	if got := letters(seq); got != "a b a b a b a" {
 		t.Fatalf("after a failure: %s", got)
 	}
 	if want := []bool{false, true, true, true, true, true, true}; fmt.Sprint(steady) != fmt.Sprint(want) {
@@ -165,7 +165,7 @@ func TestPassiveHealthTimeline(t *testing.T) {
 			}
 			clock := newHCClock()
 			rng := rand.New(rand.NewSource(11))
-			b := hcNew(t, Config{Strategy: name, Backends: bs, Now: clock.now, Rand: rng.Uint64})
+			b := mustNew(t, Config{Strategy: name, Backends: bs, Now: clock.now, Rand: rng.Uint64})
 			// serve makes k requests that succeed and counts picks per backend.
 			serve := func(k int) [3]int {
 				var c [3]int
@@ -245,7 +245,7 @@ func TestBackupOnlyWhenNoPrimary(t *testing.T) {
 			bs[1].MaxFails = 1
 			bs[2].Backup, bs[3].Backup = true, true
 			clock := newHCClock()
-			b := hcNew(t, Config{Strategy: name, Backends: bs, Now: clock.now, Rand: rand.New(rand.NewSource(1)).Uint64})
+			b := mustNew(t, Config{Strategy: name, Backends: bs, Now: clock.now, Rand: rand.New(rand.NewSource(1)).Uint64})
 			for k := 0; k < 40; k++ {
 				i := hcPick(t, b)
 				if i >= 2 {
@@ -281,7 +281,7 @@ func TestBackupOnlyWhenNoPrimary(t *testing.T) {
 func TestSingleBackendNoFailureAccounting(t *testing.T) {
 	bs := hcBackends(1)
 	bs[0].MaxFails = 1
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 	for k := 0; k < 3; k++ {
 		b.Start(0)
 		b.Done(0, time.Millisecond, true)
@@ -291,7 +291,7 @@ func TestSingleBackendNoFailureAccounting(t *testing.T) {
 	}
 	// With a backup it is no longer single: failures count.
 	bs = append(bs, Backend{Address: "10.0.0.9:80", Weight: 1, Backup: true})
-	b = hcNew(t, Config{Strategy: LeastConn, Backends: bs})
+	b = mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 	b.Start(0)
 	b.Done(0, time.Millisecond, true)
 	if i, err := b.Pick(""); err != nil || i != 1 {
@@ -314,7 +314,7 @@ func TestNoClockWhenHealthy(t *testing.T) {
 				bs[i].MaxConns = 100
 			}
 			clock := newHCClock()
-			b := hcNew(t, Config{Strategy: name, Backends: bs, Now: clock.now})
+			b := mustNew(t, Config{Strategy: name, Backends: bs, Now: clock.now})
 			run := func() {
 				for k := 0; k < 200; k++ {
 					i, err := b.Pick(fmt.Sprintf("10.9.%d.1", k))
@@ -358,7 +358,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		bs[i].SlowStart = 10 * time.Second
 	}
 	clock := newHCClock()
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	b.Start(1)
 	b.Start(1) // b: 2 in flight
 	b.Start(2)
@@ -411,7 +411,7 @@ func BenchmarkUpdate(b *testing.B) {
 			continue
 		}
 		b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
-			lb := hcNew(b, Config{Strategy: name, Backends: bs})
+			lb := mustNew(b, Config{Strategy: name, Backends: bs})
 			// One backend leaves and another arrives at every rebuild.
 			other := append([]Backend(nil), bs...)
 			other[n/2].Address = "10.250.0.1:80"

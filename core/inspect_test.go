@@ -59,7 +59,7 @@ func TestEffectiveWeight(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.strategy, func(t *testing.T) {
 			clock := newHCClock()
-			b := hcNew(t, Config{Strategy: tt.strategy, Backends: inspectBackends(), Now: clock.now, Rand: seededRandFunc(1)})
+			b := mustNew(t, Config{Strategy: tt.strategy, Backends: inspectBackends(), Now: clock.now, Rand: seededRandFunc(1)})
 			for k, s := range tt.steps {
 				switch s.do {
 				case "fail a":
@@ -91,7 +91,7 @@ func TestEffectiveWeight(t *testing.T) {
 func TestEffectiveWeightDownAndOutOfRange(t *testing.T) {
 	bs := inspectBackends()
 	bs[2].Down = true
-	b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs})
 	for _, tt := range []struct {
 		i, want int
 	}{{-1, 0}, {0, 6}, {1, 10}, {2, 0}, {3, 0}} {
@@ -109,8 +109,8 @@ func TestRecover(t *testing.T) {
 	clock := newHCClock()
 	bs := hcBackends(10, 10)
 	bs[1].SlowStart = 10 * time.Second
-	b := hcNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
-	if got, want := hcLetters(pickN(t, b, 4)), "a b a b"; got != want {
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
+	if got, want := letters(pickN(t, b, 4)), "a b a b"; got != want {
 		t.Fatalf("before: %s, want %s", got, want)
 	}
 	b.Recover(1)
@@ -118,7 +118,7 @@ func TestRecover(t *testing.T) {
 		t.Fatal("a ramping backend leaves the group steady")
 	}
 	// Weights 10 and 1: b once in 11 picks, as nginx's pass gives it.
-	if got, want := hcLetters(pickN(t, b, 11)), "a a a a a b a a a a a"; got != want {
+	if got, want := letters(pickN(t, b, 11)), "a a a a a b a a a a a"; got != want {
 		t.Errorf("at 10%%: %s, want %s", got, want)
 	}
 	clock.add(10 * time.Second)
@@ -133,7 +133,7 @@ func TestRecover(t *testing.T) {
 		t.Error("the group is not steady after the ramp")
 	}
 
-	plain := hcNew(t, Config{Strategy: SmoothWRR, Backends: []Backend{
+	plain := mustNew(t, Config{Strategy: SmoothWRR, Backends: []Backend{
 		{Address: "10.0.0.1:80", Weight: 3},
 		{Address: "10.0.0.2:80", Weight: 2, Down: true, SlowStart: time.Second},
 	}, Now: clock.now})
@@ -161,7 +161,7 @@ func TestLatency(t *testing.T) {
 		{LeastConn, []time.Duration{10 * time.Millisecond}, 0},
 	}
 	for _, tt := range tests {
-		b := hcNew(t, Config{Strategy: tt.strategy, Backends: hcBackends(1, 1), Now: clock.now})
+		b := mustNew(t, Config{Strategy: tt.strategy, Backends: hcBackends(1, 1), Now: clock.now})
 		for _, d := range tt.done {
 			b.Start(0)
 			if d < 0 {
@@ -182,7 +182,7 @@ func TestLatency(t *testing.T) {
 // TestRequests: the counter of started requests survives an Update for the
 // addresses that stay.
 func TestRequests(t *testing.T) {
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1)})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1)})
 	for k := 0; k < 3; k++ {
 		b.Start(0)
 		b.Done(0, time.Millisecond, false)

@@ -18,15 +18,6 @@ func hcBackends(weights ...int) []Backend {
 	return bs
 }
 
-func hcNew(tb testing.TB, cfg Config) *Balancer {
-	tb.Helper()
-	b, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // hcPick picks and fails the test on an error.
 func hcPick(tb testing.TB, b *Balancer) int {
 	tb.Helper()
@@ -35,19 +26,6 @@ func hcPick(tb testing.TB, b *Balancer) int {
 		tb.Fatal(err)
 	}
 	return i
-}
-
-// hcLetters names backend indexes a, b, c, ... ("-" for none).
-func hcLetters(seq []int) string {
-	s := make([]string, len(seq))
-	for i, p := range seq {
-		if p < 0 {
-			s[i] = "-"
-		} else {
-			s[i] = string(rune('a' + p))
-		}
-	}
-	return strings.Join(s, " ")
 }
 
 // hcClock is an injected clock the test moves by hand.
@@ -148,7 +126,7 @@ func TestLeastConnWorkedExamples(t *testing.T) {
 		{[]int{3, 1, 1}, []int{3, 0, 2}, "b a b a a a b"},
 	}
 	for _, c := range cases {
-		b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(c.weights...)})
+		b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(c.weights...)})
 		for i, n := range c.inflight {
 			for k := 0; k < n; k++ {
 				b.Start(i)
@@ -160,7 +138,7 @@ func TestLeastConnWorkedExamples(t *testing.T) {
 			b.Start(i) // nginx counts the connection at once
 			seq = append(seq, i)
 		}
-		if got := hcLetters(seq); got != c.want {
+		if got := letters(seq); got != c.want {
 			t.Errorf("weights %v in flight %v: %s, want %s", c.weights, c.inflight, got, c.want)
 		}
 	}
@@ -181,7 +159,7 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 			bs[i] = Backend{Address: fmt.Sprintf("10.1.0.%d:80", i+1), Weight: weights[i], Down: down[i]}
 		}
 		ref := newNginxLC(weights, down)
-		b := hcNew(t, Config{Strategy: LeastConn, Backends: bs})
+		b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 		for step := 0; step < 300; step++ {
 			if rng.Intn(3) == 0 { // a request ends somewhere
 				i := rng.Intn(n)
@@ -211,7 +189,7 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 func TestLeastConnSkipsFullAndRefused(t *testing.T) {
 	bs := hcBackends(1, 1, 1)
 	bs[0].MaxConns = 1
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 	b.Start(0) // a is full
 	b.Start(1)
 	b.Start(2)
@@ -247,7 +225,7 @@ func TestLeastConnTwoChoices(t *testing.T) {
 		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 		return z ^ (z >> 31)
 	}
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, TwoChoices: true, Rand: rnd})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, TwoChoices: true, Rand: rnd})
 	// Fill to 2000 in flight, never ending a request: the two-choices
 	// bound keeps the most loaded backend close to the mean.
 	for k := 0; k < 2000; k++ {
@@ -289,7 +267,7 @@ func TestLeastConnTwoChoices(t *testing.T) {
 }
 
 func TestLeastConnAllocs(t *testing.T) {
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 2, 3, 1)})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 2, 3, 1)})
 	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
 		t.Fatalf("least_conn pick (ties) allocates %v", a)
 	}
@@ -301,7 +279,7 @@ func TestLeastConnAllocs(t *testing.T) {
 }
 
 func TestLeastConnConcurrent(t *testing.T) {
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1, 2, 1, 3)})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1, 2, 1, 3)})
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -342,7 +320,7 @@ func benchLeastConn(b *testing.B, n int, two bool, load int) *Balancer {
 			bs[i].Weight = 1
 		}
 	}
-	lb := hcNew(b, Config{Strategy: LeastConn, Backends: bs, TwoChoices: two})
+	lb := mustNew(b, Config{Strategy: LeastConn, Backends: bs, TwoChoices: two})
 	rng := rand.New(rand.NewSource(1))
 	for i := 0; i < n; i++ {
 		k := 0
@@ -430,7 +408,7 @@ func BenchmarkLeastConnParallel(b *testing.B) {
 // shares ties by weight (a uniform draw would give a third each).
 func TestLeastConnTwoChoicesIdleShares(t *testing.T) {
 	for _, w := range [][]int{{5, 3, 2}, {1, 1, 8, 2}} {
-		b := hcNew(t, Config{Strategy: LeastConn, Backends: hcBackends(w...), TwoChoices: true, Rand: seededRandFunc(7)})
+		b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(w...), TwoChoices: true, Rand: seededRandFunc(7)})
 		const picks = 40000
 		counts := make([]int, len(w))
 		for k := 0; k < picks; k++ {

@@ -55,11 +55,11 @@ func TestRandomUniform(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := mustBalancer(t, Config{Strategy: Random, Backends: testBackends([]int{1, 9, 1, 5, 1}, tt.down), Rand: seededRandFunc(31)})
+			b := mustNew(t, Config{Strategy: Random, Backends: testBackends([]int{1, 9, 1, 5, 1}, tt.down), Rand: seededRandFunc(31)})
 			checkShares(t, drawCounts(t, b, 50000, tt.avail), tt.want)
 		})
 	}
-	b := mustBalancer(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1}, nil)})
+	b := mustNew(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1}, nil)})
 	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
@@ -70,7 +70,7 @@ func TestRandomUniform(t *testing.T) {
 func TestSampleEligibleUniform(t *testing.T) {
 	w := []int{3, 1, 2, 4, 1, 1}
 	for _, weighted := range []bool{false, true} {
-		b := mustBalancer(t, Config{Strategy: Random, Backends: testBackends(w, nil), Rand: seededRandFunc(32)})
+		b := mustNew(t, Config{Strategy: Random, Backends: testBackends(w, nil), Rand: seededRandFunc(32)})
 		r := request{b: b, avail: func(i int) bool { return i != 2 }}
 		up := upPositions(b.primary)
 		counts := make([]int, len(w))
@@ -96,7 +96,7 @@ func TestSampleEligibleUniform(t *testing.T) {
 }
 
 func TestRandomAllocs(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1, 1}, nil)})
+	b := mustNew(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1, 1}, nil)})
 	only := func(i int) bool { return i == 1 }
 	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", only) }); a != 0 {
 		t.Fatalf("PickFunc allocates %v", a)

@@ -22,7 +22,7 @@ func TestRoundRobin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := mustBalancer(t, Config{Strategy: RoundRobin, Backends: testBackends(tt.weights, tt.down)})
+			b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends(tt.weights, tt.down)})
 			var seq []int
 			for i := 0; i < (len(tt.want)+1)/2; i++ {
 				p, err := b.PickFunc("", tt.avail)
@@ -31,7 +31,7 @@ func TestRoundRobin(t *testing.T) {
 				}
 				seq = append(seq, p)
 			}
-			if got := letterSeq(seq); got != tt.want {
+			if got := letters(seq); got != tt.want {
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}
 		})
@@ -40,7 +40,7 @@ func TestRoundRobin(t *testing.T) {
 
 func TestRoundRobinConcurrentEqualCounts(t *testing.T) {
 	w := drawWeights(newRng(21), 37, 10)
-	b := mustBalancer(t, Config{Strategy: RoundRobin, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends(w, nil)})
 	const goroutines, laps = 8, 200
 	counts := make([][]int, goroutines)
 	var wg sync.WaitGroup
@@ -62,7 +62,7 @@ func TestRoundRobinConcurrentEqualCounts(t *testing.T) {
 }
 
 func TestRoundRobinAllocs(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: RoundRobin, Backends: testBackends([]int{1, 1, 1}, nil)})
+	b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends([]int{1, 1, 1}, nil)})
 	notB := func(i int) bool { return i != 1 }
 	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", notB) }); a != 0 {
 		t.Fatalf("PickFunc allocates %v", a)

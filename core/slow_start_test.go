@@ -11,7 +11,7 @@ import (
 func TestSlowStartRampShape(t *testing.T) {
 	clock := newHCClock()
 	bs := hcBackends(10)
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	if !isSteady(b.primary) {
 		t.Fatal("a backend present at construction ramps")
 	}
@@ -53,7 +53,7 @@ func TestSlowStartRampShape(t *testing.T) {
 func TestSlowStartShares(t *testing.T) {
 	clock := newHCClock()
 	bs := hcBackends(10)
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	b, err := b.Update(append(bs, Backend{Address: "10.0.0.2:80", Weight: 10, SlowStart: 10 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestSlowStartAfterRecovery(t *testing.T) {
 		bs[i].MaxFails = 2
 		bs[i].SlowStart = 10 * time.Second
 	}
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	m := b.members[1]
 	// One failure (below max_fails), then a success after fail_timeout.
 	b.Start(1)
@@ -135,7 +135,7 @@ func TestSlowStartAfterRecovery(t *testing.T) {
 func TestSlowStartLeastConn(t *testing.T) {
 	clock := newHCClock()
 	bs := hcBackends(1)
-	b := hcNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	b, err := b.Update(append(bs, Backend{Address: "10.0.0.2:80", Weight: 1, SlowStart: 10 * time.Second}))
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 		if set%2 == 1 {
 			cfg.Stagger, cfg.Rand = true, seededRandFunc(int64(set))
 		}
-		b := mustBalancer(t, cfg)
+		b := mustNew(t, cfg)
 		s := b.primary.strategy.(*smoothWRR)
 		ref := newNginxEffective(sc.weights, sc.down)
 		// A staggered balancer starts where nginx would be after start picks.
@@ -199,7 +199,7 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 // table again, nginx's sequence unchanged.
 func TestSmoothWRRLearnsOrbit(t *testing.T) {
 	w := []int{5, 3, 2}
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 	s := b.primary.strategy.(*smoothWRR)
 	ref := newNginxSmooth(w, nil)
 	notA := func(i int) bool { return i != 0 }
@@ -237,7 +237,7 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 func TestSmoothWRRSlowStartMatchesNginx(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	bs := testBackends([]int{5, 3}, nil)
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: bs, Now: func() time.Time { return clock }})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: func() time.Time { return clock }})
 	bs = append(bs, Backend{Address: testAddr(2), Weight: 20, SlowStart: 10 * time.Second})
 	b, err := b.Update(bs)
 	if err != nil {
@@ -271,7 +271,7 @@ func TestSmoothWRRConcurrentSkips(t *testing.T) {
 	w := []int{7, 5, 3, 2, 1}
 	bs := testBackends(w, nil)
 	bs[1].MaxConns = 2
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: bs})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for gr := 0; gr < 8; gr++ {
@@ -336,7 +336,7 @@ func BenchmarkSmoothWRRFilter(b *testing.B) {
 		name  string
 		avail func(int) bool
 	}{{"pick", nil}, {"filter_all", all}, {"filter_refusing", notFirst}} {
-		bal := mustBalancer(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 		avail := c.avail
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

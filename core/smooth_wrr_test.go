@@ -8,12 +8,7 @@ import (
 )
 
 func TestSmoothWRRWorkedExamples(t *testing.T) {
-	tests := []struct {
-		name    string
-		weights []int
-		down    []bool
-		want    string
-	}{
+	checkSequences(t, SmoothWRR, []seqCase{
 		{"5,3,2", []int{5, 3, 2}, nil, "a b c a a b a c b a a b c a a b a c b a"},
 		{"5,1,1", []int{5, 1, 1}, nil, "a a b a c a a a a b a c a a"},
 		{"7,5 (as real nginx 1.22 picks)", []int{7, 5}, nil, "a b a b a a b a b a b a a b"},
@@ -21,17 +16,7 @@ func TestSmoothWRRWorkedExamples(t *testing.T) {
 		{"5,3,2 with b down", []int{5, 3, 2}, []bool{false, true, false}, "a c a a a c a a c a a a c a"},
 		{"down first", []int{4, 1, 1}, []bool{true, false, false}, "b c b c"},
 		{"equal", []int{2, 2, 2}, nil, "a b c a b c"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(tt.weights, tt.down)})
-			want := tt.want
-			got := letterSeq(pickN(t, b, (len(want)+1)/2))
-			if got != want {
-				t.Fatalf("got  %s\nwant %s", got, want)
-			}
-		})
-	}
+	})
 }
 
 // weightSets returns count weight sets of 2..maxN backends with weights
@@ -54,7 +39,7 @@ func weightSets(seed int64, count, maxN, maxW int) (ws [][]int, downs [][]bool) 
 func TestSmoothWRRMatchesNginx(t *testing.T) {
 	ws, downs := weightSets(1, 200, 12, 20)
 	for k := range ws {
-		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(ws[k], downs[k])})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(ws[k], downs[k])})
 		if b.primary.strategy.(*smoothWRR).table == nil {
 			t.Fatalf("set %d: no table", k)
 		}
@@ -85,7 +70,7 @@ func TestSmoothGenScaledWeightsSameSequence(t *testing.T) {
 		// The reference runs on the scaled weights, the table on the
 		// reduced ones: they must agree for two of nginx's periods.
 		ref := newNginxSmooth(scaled, nil)
-		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(scaled, nil)})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(scaled, nil)})
 		if got, want := len(b.primary.strategy.(*smoothWRR).table), sumInts(scaled)/6/gcdAll(w); got != want {
 			t.Fatalf("weights %v: table of %d entries, want %d", scaled, got, want)
 		}
@@ -111,7 +96,7 @@ func gcdAll(w []int) int {
 func TestSmoothWRRSharesAndSmoothness(t *testing.T) {
 	ws, _ := weightSets(3, 60, 10, 10)
 	for _, w := range ws {
-		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 		W := sumInts(w)
 		seq := pickN(t, b, 3*W)
 		counts := make([]int, len(w))
@@ -145,7 +130,7 @@ func TestSmoothWRRSharesAndSmoothness(t *testing.T) {
 
 func TestSmoothWRRConcurrentExactCounts(t *testing.T) {
 	w := drawWeights(rand.New(rand.NewSource(4)), 50, 10)
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 	const goroutines, periods = 8, 40
 	total := periods * sumInts(w)
 	counts := make([][]int, goroutines)
@@ -184,7 +169,7 @@ func countPicks(b *Balancer, n int, counts []int, wg *sync.WaitGroup) {
 // table gives b go through nginx's exact pass over the others, which shares
 // them out as nginx does: a and c end up in exact 5:2 proportion.
 func TestSmoothWRRRefusedSharesOut(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
 	notB := func(i int) bool { return i != 1 }
 	counts := make([]int, 3)
 	for i := 0; i < 70; i++ {
@@ -217,7 +202,7 @@ func TestSmoothWRRExactPathFollowsNginx(t *testing.T) {
 		if len(w) < 3 {
 			continue
 		}
-		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 		ref := newNginxSmooth(w, nil)
 		refuse := func(i int) bool { return i != 0 }
 		for i := 0; i < 2*sumInts(w); i++ {
@@ -239,17 +224,17 @@ func TestSmoothWRRExactPathFollowsNginx(t *testing.T) {
 // the table takes over at its start.
 func TestSmoothWRRUnsteadyIsExact(t *testing.T) {
 	w := []int{5, 3, 2}
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 	s := b.primary.strategy.(*smoothWRR)
-	if got := letterSeq(pickN(t, b, 3)); got != "a b c" {
+	if got := letters(pickN(t, b, 3)); got != "a b c" {
 		t.Fatalf("table: %s", got)
 	}
 	b.primary.addUnsteady(1)
-	if got := letterSeq(pickN(t, b, 10)); got != "a a b a c b a a b c" {
+	if got := letters(pickN(t, b, 10)); got != "a a b a c b a a b c" {
 		t.Fatalf("unsteady: %s", got)
 	}
 	b.primary.addUnsteady(-1)
-	if got := letterSeq(pickN(t, b, 7)); got != "a a b a c b a" {
+	if got := letters(pickN(t, b, 7)); got != "a a b a c b a" {
 		t.Fatalf("steady again: %s", got)
 	}
 	// The last pick ended nginx's period: the table is back.
@@ -261,7 +246,7 @@ func TestSmoothWRRUnsteadyIsExact(t *testing.T) {
 func TestSmoothWRRBeyondBound(t *testing.T) {
 	// A period of 1,999,997 picks: beyond MaxScheduleEntries.
 	w := []int{MaxWeight, MaxWeight - 1, 2}
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 	if b.primary.strategy.(*smoothWRR).table != nil {
 		t.Fatal("table built beyond the bound")
 	}
@@ -276,8 +261,8 @@ func TestSmoothWRRBeyondBound(t *testing.T) {
 func TestSmoothWRRBackups(t *testing.T) {
 	bs := testBackends([]int{1, 1, 3, 1}, nil)
 	bs[2].Backup, bs[3].Backup = true, true
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: bs})
-	if got := letterSeq(pickN(t, b, 4)); got != "a b a b" {
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs})
+	if got := letters(pickN(t, b, 4)); got != "a b a b" {
 		t.Fatalf("primaries: %s", got)
 	}
 	primariesGone := func(i int) bool { return i >= 2 }
@@ -289,23 +274,23 @@ func TestSmoothWRRBackups(t *testing.T) {
 		}
 		seq = append(seq, p)
 	}
-	if got := letterSeq(seq); got != "c c d c c c d c" {
+	if got := letters(seq); got != "c c d c c c d c" {
 		t.Fatalf("backups: %s", got)
 	}
 }
 
 func TestSmoothWRRStagger(t *testing.T) {
 	w := []int{5, 3, 2}
-	plain := letterSeq(pickN(t, mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)}), 20))
+	plain := letters(pickN(t, mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)}), 20))
 	starts := map[int]bool{}
 	for seed := int64(0); seed < 40; seed++ {
-		b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil), Stagger: true, Rand: seededRandFunc(seed)})
 		start := b.primary.strategy.(*smoothWRR).cur.start
 		if want := int(seededRandFunc(seed)() % 10); start != want {
 			t.Fatalf("seed %d: start %d, want %d", seed, start, want)
 		}
 		starts[start] = true
-		got := letterSeq(pickN(t, b, 10))
+		got := letters(pickN(t, b, 10))
 		if want := plain[2*start : 2*start+19]; got != want {
 			t.Fatalf("seed %d start %d: %s, want %s", seed, start, got, want)
 		}
@@ -344,7 +329,7 @@ func TestCursorWrapsExactly(t *testing.T) {
 }
 
 func TestSmoothWRRAllocs(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
 	refuse := func(i int) bool { return i != 1 }
 	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
 		t.Fatalf("Pick allocates %v", a)

@@ -37,7 +37,7 @@ func TestTraceGCDWorkedExample(t *testing.T) {
 			t.Fatalf("step %d: cw %v -> %v, want %v", i, s.Before, s.After, cw[i])
 		}
 	}
-	if got := letterSeq(seq); got != chosen {
+	if got := letters(seq); got != chosen {
 		t.Fatalf("chosen %s, want %s", got, chosen)
 	}
 }
@@ -58,7 +58,7 @@ func TestTraceMatchesBalancerAndNginx(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b := mustBalancer(t, cfg())
+				b := mustNew(t, cfg())
 				for i, p := range pickN(t, b, n) {
 					if steps[i].Chosen != p {
 						t.Fatalf("%s %v down %v stagger %v: step %d traced %d, picked %d", strategy, ws[k], downs[k], stagger, i, steps[i].Chosen, p)

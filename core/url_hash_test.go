@@ -37,15 +37,6 @@ func numbered(n int) []Backend {
 	return bs
 }
 
-func mustNew(tb testing.TB, cfg Config) *Balancer {
-	tb.Helper()
-	b, err := New(cfg)
-	if err != nil {
-		tb.Fatalf("New: %v", err)
-	}
-	return b
-}
-
 func pickAddr(tb testing.TB, b *Balancer, key string) string {
 	tb.Helper()
 	i, err := b.Pick(key)

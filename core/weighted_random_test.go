@@ -8,7 +8,7 @@ import "testing"
 func TestWeightedRandomAliasExact(t *testing.T) {
 	ws, downs := weightSets(41, 300, 40, 1000)
 	for k := range ws {
-		b := mustBalancer(t, Config{Strategy: WeightedRandom, Backends: testBackends(ws[k], downs[k])})
+		b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends(ws[k], downs[k])})
 		s := b.primary.strategy.(*weightedRandom)
 		owned := make([]uint64, len(ws[k]))
 		for _, c := range s.cells {
@@ -48,21 +48,21 @@ func TestWeightedRandomShares(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := mustBalancer(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, tt.down), Rand: seededRandFunc(42)})
+			b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, tt.down), Rand: seededRandFunc(42)})
 			if tt.unsteady {
 				b.primary.addUnsteady(1)
 			}
 			checkShares(t, drawCounts(t, b, 60000, tt.avail), tt.want)
 		})
 	}
-	b := mustBalancer(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, nil)})
+	b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, nil)})
 	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }
 
 func TestWeightedRandomAllocs(t *testing.T) {
-	b := mustBalancer(t, Config{Strategy: WeightedRandom, Backends: testBackends([]int{1, 2, 3}, nil)})
+	b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends([]int{1, 2, 3}, nil)})
 	only := func(i int) bool { return i == 1 }
 	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", only) }); a != 0 {
 		t.Fatalf("PickFunc allocates %v", a)
