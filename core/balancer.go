@@ -239,18 +239,43 @@ func (b *Balancer) PickIndex(key string) int { return PickIndex(b, key) }
 // call with one result costs markedly less than one with two, and a plain
 // function call a fraction of a method call (and of its garbage), so a
 // plugin's request path calls this.
+//
+// It takes each strategy's quick path (see quickTable and after): while the
+// primary group is quiet (no backend out for max_fails) and, for the
+// strategies that follow weights, steady (no slow start, no weight lowered
+// by failures), a pick is the read of one precomputed table. Under the
+// interpreter every function call, local variable (each costs an
+// allocation per call) and atomic operation costs more than a whole compiled
+// pick, so each quick path is one small function. Anything else goes
+// through the strategy's full pick, which gives the same answer.
 func PickIndex(b *Balancer, key string) int {
+	switch b.primary.quick {
+	case quickTable:
+		return pickNext(b, key)
+	case quickDraw:
+		return pickDrawn(b, key)
+	case quickModulo:
+		return pickModuloQuick(b, key)
+	case quickRing:
+		return pickRingQuick(b, key)
+	case quickMaglev:
+		return pickMaglevQuick(b, key)
+	case quickBounded:
+		return pickBoundedQuick(b, key)
+	case quickIPHash:
+		return pickIPHashQuick(b, key)
+	case quickTwo:
+		return pickTwoQuick(b, key)
+	}
+	return pickFrom(b, request{key: key, b: b})
+}
+
+// pickNext is PickIndex's quick path for the table strategies: the next entry
+// of the canonical schedule while the group is quiet. The cursor's plain
+// modulo is exact at any count (take reduces it by whole periods only).
+func pickNext(b *Balancer, key string) int {
 	g := b.primary
-	// The fast path: the next entry of a table strategy's canonical
-	// schedule while it is exact (every member steady and eligible), which
-	// is the strategy's own table pick without the call through the
-	// interface. Under Traefik's interpreter every call, local variable and
-	// atomic operation costs more than a compiled pick, so it is one
-	// expression reading one atomic word for mode and steadiness (gate);
-	// the cursor's plain modulo is exact at any count (take reduces the
-	// count by whole periods only).
-	if g.sched.gate.Load() == 1 &&
-		(len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
+	if g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
 		o := g.sched.orbits[0]
 		return g.members[o.table[(o.cur.n.Add(1)-1)%o.cur.size]].index
 	}

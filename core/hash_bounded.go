@@ -34,10 +34,10 @@ import "math"
 const boundedWalk = 64
 
 type bounded struct {
-	ring   *ketamaRing
-	factor float64
-	// upWeight is the total weight of the members not marked down: W in the cap.
-	upWeight int
+	ring *ketamaRing
+	// scale is c / W, W the total weight of the members not marked down:
+	// the cap per unit of weight per request in flight.
+	scale float64
 }
 
 func newBounded(g *group, factor float64) (*bounded, error) {
@@ -45,16 +45,36 @@ func newBounded(g *group, factor float64) (*bounded, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &bounded{ring: ring, factor: factor}
+	upWeight := 0
 	for _, m := range g.members {
 		if !m.down {
-			s.upWeight += m.weight
+			upWeight += m.weight
 		}
 	}
-	if s.upWeight == 0 {
-		s.upWeight = 1 // every member is down: no pick gets as far as the cap
+	if upWeight == 0 {
+		upWeight = 1 // every member is down: no pick gets as far as the cap
 	}
+	s := &bounded{ring: ring, scale: factor / float64(upWeight)}
+	g.lookScale = s.scale
+	ringQuick(g, ring, quickBounded)
 	return s, nil
+}
+
+// pickBoundedQuick is PickIndex's quick path for bounded: the key's ketama
+// bucket (see ringQuick), while the group is quiet and the bucket's member is
+// below its cap. For a whole number of requests in flight, being below
+// ceil(x) is being below x, so the comparison is visit's without the ceiling.
+func pickBoundedQuick(b *Balancer, key string) int {
+	g := b.primary
+	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
+		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
+			m, total := b.members[i], b.inflight.Load()
+			if total >= 0 && float64(m.state.inflight.Load()) < g.lookScale*float64(total+1)*float64(m.weight) {
+				return int(i)
+			}
+		}
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 // share returns the cap of a member of weight 1 for total requests in flight
@@ -63,7 +83,7 @@ func (s *bounded) share(total int64) float64 {
 	if total < 0 {
 		total = 0
 	}
-	return s.factor * float64(total+1) / float64(s.upWeight)
+	return s.scale * float64(total+1)
 }
 
 func (s *bounded) pick(g *group, r request) int { return pickBounded(s, g, &r) }

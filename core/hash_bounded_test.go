@@ -64,7 +64,7 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limit := int64(math.Ceil(factor * float64(total+1) / float64(upWeight) * float64(bs[i].Weight)))
+			limit := int64(math.Ceil(factor / float64(upWeight) * float64(total+1) * float64(bs[i].Weight)))
 			if load := b.InFlight(i); load >= limit {
 				t.Fatalf("c=%v step %d: backend %d (weight %d) has %d in flight, cap %d (total %d)", factor, step, i, bs[i].Weight, load, limit, total)
 			}

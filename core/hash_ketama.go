@@ -168,7 +168,64 @@ func newKetama(g *group) (*ketama, error) {
 	if err != nil {
 		return nil, err
 	}
+	ringQuick(g, ring, quickRing)
 	return &ketama{ring: ring}, nil
+}
+
+// ringLookBits bounds the quick path's buckets (2^18 int32s: 1 MiB).
+const ringLookBits = 18
+
+// ringQuick gives g the quick path kind over ring's buckets: the hash space
+// is cut into 64 buckets per point (up to 2^ringLookBits), and a bucket that
+// holds no point but possibly at its last hash maps every hash in it to one
+// point, whose owner look holds. The other buckets (one in 64 while the ring
+// has at most 4096 points) hold -1: their keys take the full pick, as do
+// keys whose owner is down.
+func ringQuick(g *group, ring *ketamaRing, kind int) {
+	if len(g.members) < 2 {
+		return // nginx's round robin picks for a single backend
+	}
+	buckets, bits := 2, uint(1)
+	for buckets < 64*len(ring.points) && bits < ringLookBits {
+		buckets, bits = 2*buckets, bits+1
+	}
+	g.lookShift = 32 - bits
+	width := uint64(1) << g.lookShift // hashes per bucket
+	look := make([]int32, buckets)
+	j := 0 // the first point at or after the bucket's first hash
+	for b := range look {
+		lo := uint64(b) * width
+		hi := lo + width - 1
+		for j < len(ring.points) && uint64(ring.points[j]) < lo {
+			j++
+		}
+		switch {
+		case j == len(ring.points):
+			look[b] = ring.owner[0] // past the last point: the ring wraps
+		case uint64(ring.points[j]) >= hi:
+			look[b] = ring.owner[j]
+		default:
+			look[b] = -1
+			continue
+		}
+		if g.members[look[b]].down {
+			look[b] = -1
+		}
+	}
+	g.setQuick(kind, look)
+}
+
+// pickRingQuick is PickIndex's quick path for ketama: the key's bucket, while
+// the group is quiet. (Members of a hash strategy are all primary, so a
+// member's position is its backend index.)
+func pickRingQuick(b *Balancer, key string) int {
+	g := b.primary
+	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
+		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
+			return int(i)
+		}
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 func (s *ketama) pick(g *group, r request) int { return pickKetama(s, g, &r) }

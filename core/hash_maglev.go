@@ -30,11 +30,10 @@ var maglevSizes = []int{65537, 131071, 262147, 524309, 1048583, 2097169, 4194319
 // gets at least.
 const maglevEntriesPerMember = 100
 
-// Fixed seeds of the member permutations and of the key hash.
+// Fixed seeds of the member permutations.
 const (
 	maglevSeedOffset = 0x6c627061636b3031 // "lbpack01"
 	maglevSeedSkip   = 0x6c627061636b3032 // "lbpack02"
-	maglevSeedKey    = 0x6c627061636b3033 // "lbpack03"
 )
 
 type maglev struct {
@@ -98,7 +97,31 @@ func newMaglev(g *group) *maglev {
 			}
 		}
 	}
+	look := table
+	if !g.allUp {
+		look = lookIndices(g, table)
+	}
+	g.lookSize = size
+	g.setQuick(quickMaglev, look)
 	return &maglev{table: table, size: size}
+}
+
+// maglevKey hashes a key for the table: CRC-32, which the interpreter runs as
+// one call (see crcString), spread over 64 bits by a multiplication by an
+// odd constant, whose high half slot reads.
+func maglevKey(key string) uint64 { return uint64(crcString(key)) * hashP1 }
+
+// pickMaglevQuick is PickIndex's quick path for maglev: the key's entry,
+// while the group is quiet (look is the table, with -1 for members that are
+// down).
+func pickMaglevQuick(b *Balancer, key string) int {
+	g := b.primary
+	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
+		if i := g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]; i >= 0 { // maglevKey, slot
+			return int(i)
+		}
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 func (s *maglev) pick(g *group, r request) int { return pickMaglev(s, g, &r) }
@@ -109,7 +132,7 @@ func pickMaglev(s *maglev, g *group, r *request) int {
 	if r.key == "" {
 		return fallback(g, r)
 	}
-	h := hashString(r.key, maglevSeedKey)
+	h := maglevKey(r.key)
 	for try := 0; try <= hashTries; try++ {
 		pos := int(s.table[slot(s, h)])
 		if usable(r, g.members[pos]) {

@@ -149,7 +149,7 @@ func TestMaglevRehash(t *testing.T) {
 	s := b.primary.strategy.(*maglev)
 	counts := make([]int, 10)
 	for _, k := range testKeys(20000) {
-		h := hashString(k, maglevSeedKey)
+		h := maglevKey(k)
 		first := int(s.table[slot(s, h)])
 		want := int(s.table[slot(s, avalanche(h+hashP1))])
 		for want == first { // the next seeds until another backend
@@ -213,7 +213,7 @@ func TestMaglevFallbackAfterTries(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, HashMode: HashMaglev, Backends: bs})
 	s := b.primary.strategy.(*maglev)
 	allOn0 := func(k string) bool {
-		h := hashString(k, maglevSeedKey)
+		h := maglevKey(k)
 		for try := 0; try <= hashTries; try++ {
 			if s.table[slot(s, h)] != 0 {
 				return false

@@ -27,8 +27,34 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	lc := &leastConn{twoChoices: c.TwoChoices}
 	if lc.twoChoices {
 		lc.pairs = newPairDraw(g)
+		if up := upPositions(g); len(up) > 2 {
+			g.setQuick(quickTwo, weightedLook(g, up))
+		}
 	}
 	return lc, nil
+}
+
+// pickTwoQuick is PickIndex's quick path for two choices, while the group is
+// steady and quiet: two draws in proportion to weight from look (the second
+// redrawn up to pairTries times while it repeats the first, as drawPair
+// does), and the one with fewer requests in flight per weight, the first on
+// a tie.
+func pickTwoQuick(b *Balancer, key string) int {
+	g := b.primary
+	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
+		n := uint64(len(g.look))
+		x := b.rand()
+		i, j := g.look[(x&0xffffffff)%n], g.look[(x>>32)%n]
+		for t := 0; t < pairTries && i == j; t++ {
+			j = g.look[b.rand()%n]
+		}
+		mi, mj := b.members[i], b.members[j]
+		if mj.state.inflight.Load()*int64(mi.weight) < mi.state.inflight.Load()*int64(mj.weight) {
+			return int(j)
+		}
+		return int(i)
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 func (lc *leastConn) pick(g *group, r request) int { return pickLeastConn(lc, g, &r) }

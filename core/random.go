@@ -14,7 +14,22 @@ type random struct {
 }
 
 func buildRandom(g *group, c *Config) (strategy, error) {
-	return &random{up: upPositions(g)}, nil
+	s := &random{up: upPositions(g)}
+	g.setQuick(quickDraw, lookIndices(g, s.up))
+	return s, nil
+}
+
+// pickDrawn is PickIndex's quick path for random and weighted_random: one
+// draw into look, which holds every member that is not down (weighted_random:
+// each as many times as its weight, over the weights' gcd), while the group
+// is quiet and, for weighted_random, steady (without a table, gate counts
+// only the unsteady members). The modulo's bias is below len(look)/2^64.
+func pickDrawn(b *Balancer, key string) int {
+	g := b.primary
+	if (len(g.flagged) == 0 || g.failing.Load() == 0) && !(g.weighted && g.sched.gate.Load() != 0) { // isQuiet(g), isSteady(g)
+		return int(g.look[b.rand()%uint64(len(g.look))])
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 func (s *random) pick(g *group, r request) int { return pickRandom(s, g, &r) }

@@ -173,6 +173,44 @@ type group struct {
 	// weight lowered by failures, or a slow start in progress). While any
 	// is, strategies with precomputed tables take nginx's exact path.
 	sched schedule
+	// quick is the group's quick path (see quickTable and after).
+	quick int
+	// weighted is true when the quick path's draws follow the weights,
+	// which hold only while the group is steady.
+	weighted bool
+	// look is the quick path's table (see the quick paths): a backend index
+	// per entry, or -1 where the quick path gives way to the full pick.
+	look []int32
+	// lookShift and lookSize place a key's hash in look: the ring's bucket
+	// is crc >> lookShift; maglev's slot is a multiply-shift onto lookSize.
+	lookShift uint
+	lookSize  uint64
+	// lookScale is bounded's cap per unit of weight per request in flight.
+	lookScale float64
+}
+
+// setQuick gives the group quick path kind over look. A group whose members
+// have max_conns gets none: only a look at each one's requests in flight
+// tells whether it is eligible.
+func (g *group) setQuick(kind int, look []int32) {
+	if g.capped || len(look) == 0 {
+		return
+	}
+	g.quick, g.look = kind, look
+}
+
+// lookIndices returns t with each member position replaced by the member's
+// backend index, and by -1 for a member that is down.
+func lookIndices(g *group, t []int32) []int32 {
+	look := make([]int32, len(t))
+	for k, p := range t {
+		if m := g.members[p]; m.down {
+			look[k] = -1
+		} else {
+			look[k] = int32(m.index)
+		}
+	}
+	return look
 }
 
 // schedule is a table strategy's precomputed cycle of member positions, as
@@ -194,6 +232,22 @@ type schedule struct {
 const (
 	modeBits = 8
 	modeMask = 1<<modeBits - 1
+)
+
+// Quick paths, which PickIndex follows by the group's quick field (fixed
+// when the group is built): while the group is quiet, each is the read of one
+// precomputed table, and each falls back to the strategy's full pick where
+// its table has no answer (entry -1, or gate not 1 for the schedule).
+const (
+	quickNone    = iota
+	quickTable   // smooth_wrr, gcd_wrr, round_robin: the canonical schedule, while gate is 1
+	quickDraw    // random, weighted_random (while steady): look[rand % len(look)]
+	quickModulo  // url_hash modulo: look[nginx's first hash of the key]
+	quickRing    // url_hash ketama: look[crc >> lookShift], the ring's buckets
+	quickMaglev  // url_hash maglev: look is the Maglev table
+	quickBounded // url_hash bounded: ketama's bucket, while under its cap
+	quickIPHash  // ip_hash: look[nginx's first hash of an IPv4 address]
+	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
 )
 
 // mode returns the schedule's mode (see gate).

@@ -13,7 +13,31 @@ type weightedRandom struct {
 
 func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 	up := upPositions(g)
+	g.setQuick(quickDraw, weightedLook(g, up))
+	g.weighted = true
 	return &weightedRandom{up: up, aliasTable: newAliasTable(g, up)}, nil
+}
+
+// weightedLook lists the backend index of each listed member weight/gcd
+// times, where gcd is the weights' greatest common divisor: a uniform entry is
+// a draw in exact proportion to weight. It returns nil beyond
+// MaxScheduleEntries entries; the alias table then draws every pick.
+func weightedLook(g *group, up []int32) []int32 {
+	d, total := 0, 0
+	for _, p := range up {
+		d = gcd(d, g.members[p].weight)
+		total += g.members[p].weight
+	}
+	if d == 0 || total/d > MaxScheduleEntries {
+		return nil
+	}
+	look := make([]int32, 0, total/d)
+	for _, p := range up {
+		for k := 0; k < g.members[p].weight/d; k++ {
+			look = append(look, int32(g.members[p].index))
+		}
+	}
+	return look
 }
 
 // aliasTable draws member positions in proportion to their configured

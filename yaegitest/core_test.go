@@ -210,27 +210,52 @@ func TestCoreErrorsInterpreted(t *testing.T) {
 // the interpreted loop around the pick, as a plugin's request path has.
 func BenchmarkPick(b *testing.B) {
 	i := newInterp(b, coreDirs, modulePath+"/core", modulePath+"/yaegitest/driver")
-	ipicker := eval(b, i, "driver.Picker").(func(strategy, mode, opts, backends string) (func(int) int, string))
+	ipicker := eval(b, i, "driver.PickerOver").(func(strategy, mode, opts, backends string, keys []string) (func(int) int, string))
 	var ten []string
 	for k := 1; k <= 10; k++ {
 		ten = append(ten, fmt.Sprintf("10.0.0.%d:80=%d", k, k%4+1))
 	}
 	spec := strings.Join(ten, ",")
 	for _, v := range variants() {
-		for _, mode := range []string{"interpreted", "compiled"} {
-			var pick func(int) int
-			var err string
-			if mode == "interpreted" {
-				pick, err = ipicker(v.strategy, v.mode, v.opts, spec)
-			} else {
-				pick, err = driver.Picker(v.strategy, v.mode, v.opts, spec)
+		// ip_hash's keys mix IPv4 and IPv6 clients 3:1; each is also
+		// measured alone, since they take different paths.
+		keySets := []struct {
+			name string
+			keys []string
+		}{{"", driver.Keys(v.strategy, 64)}}
+		if v.strategy == core.IPHash {
+			var v4, v6 []string
+			for _, k := range driver.Keys(v.strategy, 256) {
+				if strings.Contains(k, ":") {
+					v6 = append(v6, k)
+				} else {
+					v4 = append(v4, k)
+				}
 			}
-			if err != "" {
-				b.Fatalf("%s: %s", v, err)
+			keySets = append(keySets, struct {
+				name string
+				keys []string
+			}{"_ipv4", v4[:64]}, struct {
+				name string
+				keys []string
+			}{"_ipv6", v6[:64]})
+		}
+		for _, ks := range keySets {
+			for _, mode := range []string{"interpreted", "compiled"} {
+				var pick func(int) int
+				var err string
+				if mode == "interpreted" {
+					pick, err = ipicker(v.strategy, v.mode, v.opts, spec, ks.keys)
+				} else {
+					pick, err = driver.PickerOver(v.strategy, v.mode, v.opts, spec, ks.keys)
+				}
+				if err != "" {
+					b.Fatalf("%s: %s", v, err)
+				}
+				b.Run(strings.ReplaceAll(v.String(), "/", "_")+ks.name+"/"+mode, func(b *testing.B) {
+					benchCPU(b, func(n int) { pick(n) })
+				})
 			}
-			b.Run(strings.ReplaceAll(v.String(), "/", "_")+"/"+mode, func(b *testing.B) {
-				benchCPU(b, func(n int) { pick(n) })
-			})
 		}
 	}
 }

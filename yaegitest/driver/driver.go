@@ -216,6 +216,11 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 // returns the sum of the picked indexes (so that nothing is optimised away),
 // for benchmarks. It picks with core.PickIndex, as the Traefik plugin does.
 func Picker(strategy, mode, opts, backends string) (func(n int) int, string) {
+	return PickerOver(strategy, mode, opts, backends, Keys(strategy, 64))
+}
+
+// PickerOver is Picker with the caller's 64 keys.
+func PickerOver(strategy, mode, opts, backends string, keys []string) (func(n int) int, string) {
 	cfg, err := config(strategy, mode, opts, backends, &clock{ns: 1}, &splitmix{s: 1})
 	if err != nil {
 		return nil, "driver: " + err.Error()
@@ -226,7 +231,7 @@ func Picker(strategy, mode, opts, backends string) (func(n int) int, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	return picker(b, Keys(strategy, 64)), ""
+	return picker(b, keys), ""
 }
 
 func picker(b *core.Balancer, keys []string) func(n int) int {

@@ -1,0 +1,146 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+)
+
+// Every quick path answers what the strategy's full pick answers: the hash
+// strategies key for key (with members down, failing, and with requests in
+// flight for bounded), the draws in distribution (see the strategies' own
+// share tests). Each case also checks that the group has the quick path, so
+// that the comparison cannot pass by never taking it.
+func TestQuickPathMatchesFullPick(t *testing.T) {
+	weighted := func(down ...int) []Backend {
+		bs := numbered(12)
+		for i := range bs {
+			bs[i].Weight = i%4 + 1
+		}
+		for _, i := range down {
+			bs[i].Down = true
+		}
+		return bs
+	}
+	var keys []string
+	for i := 0; i < 3000; i++ {
+		keys = append(keys, fmt.Sprintf("/item/%d?q=%d", i*7919, i%13))
+	}
+	var ips []string
+	for i := 0; i < 3000; i++ {
+		ips = append(ips, fmt.Sprintf("%d.%d.%d.%d", 1+i%223, (i*37)%256, (i*11)%256, i%256))
+	}
+	ips = append(ips, "01.2.3.4", "1.2.3.256", "1.2.3", "1.2.3.4%eth0", "::ffff:1.2.3.4", "2001:db8::1", "", "unknown")
+	cases := []struct {
+		name      string
+		cfg       Config
+		kind      int
+		keys      []string
+		inflight  bool // start requests on the first picks, for bounded's caps
+		maxFailOn int  // with max_fails on every member, fail this one (-1: none)
+	}{
+		{"modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted()}, quickModulo, keys, false, -1},
+		{"modulo down", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted(2, 7)}, quickModulo, keys, false, -1},
+		{"ketama", Config{Strategy: URLHash, Backends: weighted()}, quickRing, keys, false, -1},
+		{"ketama down", Config{Strategy: URLHash, Backends: weighted(0, 5)}, quickRing, keys, false, -1},
+		{"ketama failing", Config{Strategy: URLHash, Backends: weighted()}, quickRing, keys, false, 3},
+		{"maglev", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: weighted()}, quickMaglev, keys, false, -1},
+		{"maglev down", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: weighted(4)}, quickMaglev, keys, false, -1},
+		{"bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: weighted()}, quickBounded, keys, false, -1},
+		{"bounded in flight", Config{Strategy: URLHash, HashMode: HashBounded, Backends: weighted(1)}, quickBounded, keys, true, -1},
+		{"ip_hash", Config{Strategy: IPHash, Backends: weighted()}, quickIPHash, ips, false, -1},
+		{"ip_hash down", Config{Strategy: IPHash, Backends: weighted(3, 9)}, quickIPHash, ips, false, -1},
+		{"ip_hash failing", Config{Strategy: IPHash, Backends: weighted()}, quickIPHash, ips, false, 0},
+	}
+	for _, c := range cases {
+		if c.maxFailOn >= 0 {
+			for i := range c.cfg.Backends {
+				c.cfg.Backends[i].MaxFails = 1
+			}
+		}
+		b := mustNew(t, c.cfg)
+		if b.primary.quick != c.kind {
+			t.Errorf("%s: quick path %d, want %d", c.name, b.primary.quick, c.kind)
+			continue
+		}
+		if c.maxFailOn >= 0 {
+			b.Start(c.maxFailOn)
+			b.Done(c.maxFailOn, 0, true)
+		}
+		quick := 0
+		for k, key := range c.keys {
+			if c.inflight && k < 400 {
+				b.Start(pickFrom(b, request{key: key, b: b}))
+			}
+			want := pickFrom(b, request{key: key, b: b})
+			if got := PickIndex(b, key); got != want {
+				t.Fatalf("%s: key %q: quick pick %d, full pick %d", c.name, key, got, want)
+			}
+			if quickAnswer(b, key) {
+				quick++
+			}
+		}
+		// The quick path must answer most keys itself (the rest are
+		// ambiguous buckets, down members, or not IPv4), and none while a
+		// member is out for max_fails.
+		switch {
+		case c.maxFailOn >= 0 && quick != 0:
+			t.Errorf("%s: the quick path answered %d keys while a member is out", c.name, quick)
+		case c.maxFailOn < 0 && quick < len(c.keys)/2:
+			t.Errorf("%s: the quick path answered %d of %d keys", c.name, quick, len(c.keys))
+		}
+	}
+}
+
+// quickAnswer reports whether PickIndex's quick path answers key itself,
+// without the full pick: its table has an entry for the key.
+func quickAnswer(b *Balancer, key string) bool {
+	g := b.primary
+	if key == "" || len(g.flagged) != 0 && g.failing.Load() != 0 {
+		return false
+	}
+	var e int32
+	switch g.quick {
+	case quickModulo:
+		e = g.look[crcString(key)>>16&0x7fff]
+	case quickRing, quickBounded:
+		e = g.look[crcString(key)>>g.lookShift]
+	case quickMaglev:
+		e = g.look[(maglevKey(key)>>32)*g.lookSize>>32]
+	case quickIPHash:
+		h := ipv4Hash(key)
+		if h < 0 {
+			return false
+		}
+		e = g.look[h]
+	}
+	return e >= 0
+}
+
+// The draws of the quick paths follow the shares: random uniformly over
+// the members that are not down, weighted_random and two choices' first
+// candidate by weight.
+func TestQuickDrawShares(t *testing.T) {
+	bs := []Backend{{Address: "a:1", Weight: 5}, {Address: "b:1", Weight: 3}, {Address: "c:1", Weight: 2, Down: true}, {Address: "d:1", Weight: 2}}
+	for _, c := range []struct {
+		strategy string
+		want     []float64
+	}{
+		{Random, []float64{1.0 / 3, 1.0 / 3, 0, 1.0 / 3}},
+		{WeightedRandom, []float64{0.5, 0.3, 0, 0.2}},
+	} {
+		b := mustNew(t, Config{Strategy: c.strategy, Backends: bs, Rand: seededRandFunc(7)})
+		if b.primary.quick != quickDraw {
+			t.Fatalf("%s: no quick path", c.strategy)
+		}
+		const n = 60000
+		counts := make([]int, len(bs))
+		for k := 0; k < n; k++ {
+			counts[PickIndex(b, "")]++
+		}
+		for i, w := range c.want {
+			if got := float64(counts[i]) / n; got < w-0.01 || got > w+0.01 {
+				t.Errorf("%s: backend %d share %.3f, want %.3f +- 0.01", c.strategy, i, got, w)
+			}
+		}
+	}
+}
