@@ -276,8 +276,7 @@ func PickIndex(b *Balancer, key string) int {
 func pickNext(b *Balancer, key string) int {
 	g := b.primary
 	if g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
-		o := g.sched.orbits[0]
-		return g.members[o.table[(o.cur.n.Add(1)-1)%o.cur.size]].index
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
 	return pickFrom(b, request{key: key, b: b})
 }

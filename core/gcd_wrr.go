@@ -46,7 +46,7 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
 	g.sched.follow(1, &orbit{table: s.table, cur: s.cur})
-	g.quick = quickTable
+	g.setSchedule(s.table, s.cur)
 	// Ramps start from LVS's initial state.
 	gen.i, gen.cw = len(gen.pos)-1, 0
 	return s, nil

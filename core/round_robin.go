@@ -21,7 +21,7 @@ func buildRoundRobin(g *group, c *Config) (strategy, error) {
 	if len(s.up) > 0 {
 		s.cur = newCursor(len(s.up), 0)
 		g.sched.follow(1, &orbit{table: s.up, cur: s.cur})
-		g.quick = quickTable
+		g.setSchedule(s.up, s.cur)
 	}
 	return s, nil
 }

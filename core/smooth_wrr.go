@@ -85,7 +85,7 @@ func buildSmoothWRR(g *group, c *Config) (strategy, error) {
 	s.cur = newCursor(len(s.table), staggerStart(c))
 	s.count = make([]int, len(g.members))
 	s.sched.follow(1, &orbit{table: s.table, cur: s.cur})
-	g.quick = quickTable
+	g.setSchedule(s.table, s.cur)
 	return s, nil
 }
 

@@ -181,6 +181,8 @@ type group struct {
 	// look is the quick path's table (see the quick paths): a backend index
 	// per entry, or -1 where the quick path gives way to the full pick.
 	look []int32
+	// cur is the table strategies' cursor into look.
+	cur *cursor
 	// lookShift and lookSize place a key's hash in look: the ring's bucket
 	// is crc >> lookShift; maglev's slot is a multiply-shift onto lookSize.
 	lookShift uint
@@ -197,6 +199,23 @@ func (g *group) setQuick(kind int, look []int32) {
 		return
 	}
 	g.quick, g.look = kind, look
+}
+
+// setSchedule gives the group the table strategies' quick path over its
+// canonical schedule (member positions) and the schedule's cursor: look holds
+// the schedule's backend indices, the same slice when positions are indices.
+func (g *group) setSchedule(table []int32, cur *cursor) {
+	look := table
+	for _, p := range table {
+		if g.members[p].index != int(p) {
+			look = make([]int32, len(table))
+			for k, q := range table {
+				look[k] = int32(g.members[q].index)
+			}
+			break
+		}
+	}
+	g.quick, g.look, g.cur = quickTable, look, cur
 }
 
 // lookIndices returns t with each member position replaced by the member's
