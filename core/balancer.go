@@ -254,10 +254,8 @@ func PickIndex(b *Balancer, key string) int {
 		return pickNext(b, key)
 	case quickDraw:
 		return pickDrawn(b, key)
-	case quickModulo:
-		return pickModuloQuick(b, key)
-	case quickRing:
-		return pickRingQuick(b, key)
+	case quickCRC:
+		return pickCRCQuick(b, key)
 	case quickMaglev:
 		return pickMaglevQuick(b, key)
 	case quickBounded:

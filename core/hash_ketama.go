@@ -168,7 +168,7 @@ func newKetama(g *group) (*ketama, error) {
 	if err != nil {
 		return nil, err
 	}
-	ringQuick(g, ring, quickRing)
+	ringQuick(g, ring, quickCRC)
 	return &ketama{ring: ring}, nil
 }
 
@@ -213,19 +213,6 @@ func ringQuick(g *group, ring *ketamaRing, kind int) {
 		}
 	}
 	g.setQuick(kind, look)
-}
-
-// pickRingQuick is PickIndex's quick path for ketama: the key's bucket, while
-// the group is quiet. (Members of a hash strategy are all primary, so a
-// member's position is its backend index.)
-func pickRingQuick(b *Balancer, key string) int {
-	g := b.primary
-	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
-		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
-			return int(i)
-		}
-	}
-	return pickFrom(b, request{key: key, b: b})
 }
 
 func (s *ketama) pick(g *group, r request) int { return pickKetama(s, g, &r) }

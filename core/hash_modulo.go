@@ -18,26 +18,16 @@ type moduloHash struct {
 func newModulo(g *group) *moduloHash {
 	s := &moduloHash{walk: newWeightWalk(g)}
 	if len(g.members) >= 2 {
-		// The first try's hash is 15 bits: look holds its walk for each.
-		byHash := make([]int32, 1<<15)
-		for h := range byHash {
-			byHash[h] = int32(walkFind(&s.walk, h%g.totalWeight))
+		// The first try's hash is bits 16-30 of the CRC: look holds its
+		// walk for each top half of the CRC, read as ketama's buckets are.
+		look := make([]int32, 1<<16)
+		for h := range look {
+			look[h] = int32(walkFind(&s.walk, (h&0x7fff)%g.totalWeight))
 		}
-		g.setQuick(quickModulo, lookIndices(g, byHash))
+		g.lookShift = 16
+		g.setQuick(quickCRC, lookIndices(g, look))
 	}
 	return s
-}
-
-// pickModuloQuick is PickIndex's quick path for modulo: the member of the
-// first try, while the group is quiet and that member is not down.
-func pickModuloQuick(b *Balancer, key string) int {
-	g := b.primary
-	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
-		if i := g.look[crcString(key)>>16&0x7fff]; i >= 0 {
-			return int(i)
-		}
-	}
-	return pickFrom(b, request{key: key, b: b})
 }
 
 func (s *moduloHash) pick(g *group, r request) int { return pickModulo(s, g, &r) }

@@ -38,11 +38,11 @@ func TestQuickPathMatchesFullPick(t *testing.T) {
 		inflight  bool // start requests on the first picks, for bounded's caps
 		maxFailOn int  // with max_fails on every member, fail this one (-1: none)
 	}{
-		{"modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted()}, quickModulo, keys, false, -1},
-		{"modulo down", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted(2, 7)}, quickModulo, keys, false, -1},
-		{"ketama", Config{Strategy: URLHash, Backends: weighted()}, quickRing, keys, false, -1},
-		{"ketama down", Config{Strategy: URLHash, Backends: weighted(0, 5)}, quickRing, keys, false, -1},
-		{"ketama failing", Config{Strategy: URLHash, Backends: weighted()}, quickRing, keys, false, 3},
+		{"modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted()}, quickCRC, keys, false, -1},
+		{"modulo down", Config{Strategy: URLHash, HashMode: HashModulo, Backends: weighted(2, 7)}, quickCRC, keys, false, -1},
+		{"ketama", Config{Strategy: URLHash, Backends: weighted()}, quickCRC, keys, false, -1},
+		{"ketama down", Config{Strategy: URLHash, Backends: weighted(0, 5)}, quickCRC, keys, false, -1},
+		{"ketama failing", Config{Strategy: URLHash, Backends: weighted()}, quickCRC, keys, false, 3},
 		{"maglev", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: weighted()}, quickMaglev, keys, false, -1},
 		{"maglev down", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: weighted(4)}, quickMaglev, keys, false, -1},
 		{"bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: weighted()}, quickBounded, keys, false, -1},
@@ -100,9 +100,7 @@ func quickAnswer(b *Balancer, key string) bool {
 	}
 	var e int32
 	switch g.quick {
-	case quickModulo:
-		e = g.look[crcString(key)>>16&0x7fff]
-	case quickRing, quickBounded:
+	case quickCRC, quickBounded:
 		e = g.look[crcString(key)>>g.lookShift]
 	case quickMaglev:
 		e = g.look[(maglevKey(key)>>32)*g.lookSize>>32]

@@ -183,8 +183,9 @@ type group struct {
 	look []int32
 	// cur is the table strategies' cursor into look.
 	cur *cursor
-	// lookShift and lookSize place a key's hash in look: the ring's bucket
-	// is crc >> lookShift; maglev's slot is a multiply-shift onto lookSize.
+	// lookShift and lookSize place a key's hash in look: ketama's bucket
+	// and modulo's first hash are read at crc >> lookShift; maglev's slot
+	// is a multiply-shift onto lookSize.
 	lookShift uint
 	lookSize  uint64
 	// lookScale is bounded's cap per unit of weight per request in flight.
@@ -261,8 +262,7 @@ const (
 	quickNone    = iota
 	quickTable   // smooth_wrr, gcd_wrr, round_robin: the canonical schedule, while gate is 1
 	quickDraw    // random, weighted_random (while steady): look[rand % len(look)]
-	quickModulo  // url_hash modulo: look[nginx's first hash of the key]
-	quickRing    // url_hash ketama: look[crc >> lookShift], the ring's buckets
+	quickCRC     // url_hash ketama and modulo: look[crc >> lookShift]
 	quickMaglev  // url_hash maglev: look is the Maglev table
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of an IPv4 address]

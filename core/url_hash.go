@@ -130,6 +130,20 @@ func crcString(s string) uint32 {
 	return ^crcUpdate(0xffffffff, s)
 }
 
+// pickCRCQuick is PickIndex's quick path for ketama and modulo: look's entry
+// for the key's CRC-32 shifted right by lookShift (ketama: the ring's bucket;
+// modulo: nginx's first hash is bits 16-30), while the group is quiet.
+// (Members of a hash strategy are all primary: a position is a backend index.)
+func pickCRCQuick(b *Balancer, key string) int {
+	g := b.primary
+	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
+		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
+			return int(i)
+		}
+	}
+	return pickFrom(b, request{key: key, b: b})
+}
+
 // interpreted is true when this package runs under an interpreter such as
 // Traefik's (yaegi), whose types have no names in package reflect. Only the
 // cost of a computation depends on it, never its result.
