@@ -88,15 +88,8 @@ func WriteLbsim(w io.Writer, res [][]sim.Result) {
 	fmt.Fprintf(w, "It shows how well a strategy steers requests away from slow answers; the queueing model above adds what overload does. ")
 	fmt.Fprintf(w, "%d clients, %d requests, seed %d. Each row is reproduced by the command under the table.\n\n", lbsimClients, lbsimRequests, SimSeed)
 	for ci, c := range LbsimCases {
-		fmt.Fprintf(w, "### %s\n\n| strategy | p50 ms | p90 ms | p99 ms |", c.Name)
-		for i := range c.Weights {
-			fmt.Fprintf(w, " %s share |", letter(i))
-		}
-		fmt.Fprintf(w, "\n|---|---:|---:|---:|")
-		for range c.Weights {
-			fmt.Fprintf(w, "---:|")
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "### %s\n\n", c.Name)
+		shareHeader(w, []string{"strategy", "p50 ms", "p90 ms", "p99 ms"}, len(c.Weights))
 		for si, r := range res[ci] {
 			fmt.Fprintf(w, "| **lbpack %s** | %s | %s | %s |", LbsimStrategies[si], ms(r.P50), ms(r.P90), ms(r.P99))
 			for _, b := range r.Backends {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lbpack/lbpack/core"
@@ -396,15 +397,7 @@ func WriteSimulation(w io.Writer, res [][]SimResult, cmd string) {
 	fmt.Fprintf(w, "Its means are refreshed only by the server's own answers, so a server that once looked slow can go unpicked for a long time.\n\n")
 	for s, sc := range Scenarios {
 		fmt.Fprintf(w, "## %s\n\n%s %d requests.\n\n", sc.Name, sc.Note, sc.Requests)
-		fmt.Fprintf(w, "| policy | p50 ms | p99 ms | mean ms | req/s |")
-		for i := range sc.Backends {
-			fmt.Fprintf(w, " %s share |", letter(i))
-		}
-		fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|")
-		for range sc.Backends {
-			fmt.Fprintf(w, "---:|")
-		}
-		fmt.Fprintln(w)
+		shareHeader(w, []string{"policy", "p50 ms", "p99 ms", "mean ms", "req/s"}, len(sc.Backends))
 		for _, r := range res[s] {
 			name := r.Model
 			if len(name) > 7 && name[:7] == "lbpack " {
@@ -428,4 +421,15 @@ func slug(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// shareHeader writes a Markdown table header: the columns, then one share
+// column per backend (a, b, ...); every column but the first is right-aligned.
+func shareHeader(w io.Writer, columns []string, backends int) {
+	fmt.Fprintf(w, "| %s |", strings.Join(columns, " | "))
+	for i := 0; i < backends; i++ {
+		fmt.Fprintf(w, " %s share |", letter(i))
+	}
+	fmt.Fprintf(w, "\n|---|%s", strings.Repeat("---:|", len(columns)-1+backends))
+	fmt.Fprintln(w)
 }

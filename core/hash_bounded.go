@@ -35,9 +35,6 @@ const boundedWalk = 64
 
 type bounded struct {
 	ring *ketamaRing
-	// scale is c / W, W the total weight of the members not marked down:
-	// the cap per unit of weight per request in flight.
-	scale float64
 }
 
 func newBounded(g *group, factor float64) (*bounded, error) {
@@ -54,22 +51,20 @@ func newBounded(g *group, factor float64) (*bounded, error) {
 	if upWeight == 0 {
 		upWeight = 1 // every member is down: no pick gets as far as the cap
 	}
-	s := &bounded{ring: ring, scale: factor / float64(upWeight)}
-	g.lookScale = s.scale
+	g.lookScale = factor / float64(upWeight)
 	ringQuick(g, ring, quickBounded)
-	return s, nil
+	return &bounded{ring: ring}, nil
 }
 
 // pickBoundedQuick is PickIndex's quick path for bounded: the key's ketama
 // bucket (see ringQuick), while the group is quiet and the bucket's member is
-// below its cap. For a whole number of requests in flight, being below
-// ceil(x) is being below x, so the comparison is visit's without the ceiling.
+// below its cap, compared as visit compares.
 func pickBoundedQuick(b *Balancer, key string) int {
 	g := b.primary
 	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
 		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
 			m, total := b.members[i], b.inflight.Load()
-			if total >= 0 && float64(m.state.inflight.Load()) < g.lookScale*float64(total+1)*float64(m.weight) {
+			if total >= 0 && float64(m.state.inflight.Load()) < g.lookScale*float64(total+1)*float64(m.weight) { // boundedShare(g, total), inline
 				return int(i)
 			}
 		}
@@ -77,13 +72,13 @@ func pickBoundedQuick(b *Balancer, key string) int {
 	return pickFrom(b, request{key: key, b: b})
 }
 
-// share returns the cap of a member of weight 1 for total requests in flight
-// over the group; a member's cap is ceil(share * weight).
-func (s *bounded) share(total int64) float64 {
+// boundedShare returns the cap of a member of weight 1 for total requests in
+// flight over the group; a member's cap is ceil(share * weight).
+func boundedShare(g *group, total int64) float64 {
 	if total < 0 {
 		total = 0
 	}
-	return s.scale * float64(total+1)
+	return g.lookScale * float64(total+1)
 }
 
 func (s *bounded) pick(g *group, r request) int { return pickBounded(s, g, &r) }
@@ -94,7 +89,7 @@ func pickBounded(s *bounded, g *group, r *request) int {
 	if r.key == "" {
 		return fallback(g, r)
 	}
-	share := s.share(r.b.inflight.Load())
+	share := boundedShare(g, r.b.inflight.Load())
 	ring := s.ring
 	n := len(ring.points)
 	i := ringFind(ring, crcString(r.key))
@@ -132,8 +127,9 @@ func visit(g *group, r *request, pos int, share float64, best *int, bestLoad *fl
 	if !usable(r, m) {
 		return false
 	}
+	// Below the cap ceil(x): for a whole number of requests, below x.
 	load := float64(m.state.inflight.Load())
-	if load < math.Ceil(share*float64(m.weight)) {
+	if load < share*float64(m.weight) {
 		return true
 	}
 	if perWeight := load / float64(m.weight); perWeight < *bestLoad {

@@ -37,8 +37,7 @@ const (
 )
 
 type maglev struct {
-	table []int32 // entry -> member position
-	size  uint64
+	table []int32 // entry -> member position; its size is group.lookSize
 }
 
 // maglevSize returns the table size for n members.
@@ -103,7 +102,7 @@ func newMaglev(g *group) *maglev {
 	}
 	g.lookSize = size
 	g.setQuick(quickMaglev, look)
-	return &maglev{table: table, size: size}
+	return &maglev{table: table}
 }
 
 // maglevKey hashes a key for the table: CRC-32, which the interpreter runs as
@@ -134,7 +133,7 @@ func pickMaglev(s *maglev, g *group, r *request) int {
 	}
 	h := maglevKey(r.key)
 	for try := 0; try <= hashTries; try++ {
-		pos := int(s.table[slot(s, h)])
+		pos := int(s.table[slot(g, h)])
 		if usable(r, g.members[pos]) {
 			return pos
 		}
@@ -146,6 +145,6 @@ func pickMaglev(s *maglev, g *group, r *request) int {
 
 // slot maps a 64-bit hash to a table entry by multiply-shift (Lemire's fast
 // range reduction), which is uniform and cheaper than a modulo.
-func slot(s *maglev, h uint64) uint64 {
-	return (h >> 32) * s.size >> 32
+func slot(g *group, h uint64) uint64 {
+	return (h >> 32) * g.lookSize >> 32
 }

@@ -150,11 +150,11 @@ func TestMaglevRehash(t *testing.T) {
 	counts := make([]int, 10)
 	for _, k := range testKeys(20000) {
 		h := maglevKey(k)
-		first := int(s.table[slot(s, h)])
-		want := int(s.table[slot(s, avalanche(h+hashP1))])
+		first := int(s.table[slot(b.primary, h)])
+		want := int(s.table[slot(b.primary, avalanche(h+hashP1))])
 		for want == first { // the next seeds until another backend
 			h = avalanche(h + hashP1)
-			want = int(s.table[slot(s, avalanche(h+hashP1))])
+			want = int(s.table[slot(b.primary, avalanche(h+hashP1))])
 		}
 		got, err := b.PickFunc(k, func(i int) bool { return i != first })
 		if err != nil || got != want {
@@ -215,7 +215,7 @@ func TestMaglevFallbackAfterTries(t *testing.T) {
 	allOn0 := func(k string) bool {
 		h := maglevKey(k)
 		for try := 0; try <= hashTries; try++ {
-			if s.table[slot(s, h)] != 0 {
+			if s.table[slot(b.primary, h)] != 0 {
 				return false
 			}
 			h = avalanche(h + hashP1)

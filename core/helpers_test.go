@@ -52,3 +52,21 @@ func checkSequences(t *testing.T, strategy string, cases []seqCase) {
 		})
 	}
 }
+
+// pickLikeNginx makes b's next pick and fails the test unless it is want,
+// nginx's choice (-1: nginx finds none). It returns the pick, or -1 when
+// there is none. where says which set and step, for the message.
+func pickLikeNginx(t *testing.T, b *Balancer, want int, where string) int {
+	t.Helper()
+	got, err := b.Pick("")
+	if want < 0 {
+		if err != ErrNoBackend {
+			t.Fatalf("%s: got %d, %v; nginx finds none", where, got, err)
+		}
+		return -1
+	}
+	if got != want {
+		t.Fatalf("%s: got %d, nginx %d", where, got, want)
+	}
+	return got
+}

@@ -170,15 +170,9 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 				continue
 			}
 			want := ref.pick()
-			got, err := b.Pick("")
-			if want < 0 {
-				if err != ErrNoBackend {
-					t.Fatalf("set %d step %d: got %d, %v; nginx finds none", set, step, got, err)
-				}
+			got := pickLikeNginx(t, b, want, fmt.Sprintf("set %d (weights %v down %v) step %d", set, weights, down, step))
+			if got < 0 {
 				continue
-			}
-			if got != want {
-				t.Fatalf("set %d (weights %v down %v) step %d: got %d, nginx %d", set, weights, down, step, got, want)
 			}
 			ref.conns[want]++
 			b.Start(got)

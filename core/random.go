@@ -22,11 +22,12 @@ func buildRandom(g *group, c *Config) (strategy, error) {
 // pickDrawn is PickIndex's quick path for random and weighted_random: one
 // draw into look, which holds every member that is not down (weighted_random:
 // each as many times as its weight, over the weights' gcd), while the group
-// is quiet and, for weighted_random, steady (without a table, gate counts
-// only the unsteady members). The modulo's bias is below len(look)/2^64.
+// is quiet and steady (without a table, gate counts only the unsteady
+// members; random's draws do not need it, but a slow start is rare and its
+// full pick is O(1) too). The modulo's bias is below len(look)/2^64.
 func pickDrawn(b *Balancer, key string) int {
 	g := b.primary
-	if (len(g.flagged) == 0 || g.failing.Load() == 0) && !(g.weighted && g.sched.gate.Load() != 0) { // isQuiet(g), isSteady(g)
+	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
 		return int(g.look[b.rand()%uint64(len(g.look))])
 	}
 	return pickFrom(b, request{key: key, b: b})

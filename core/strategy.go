@@ -175,9 +175,6 @@ type group struct {
 	sched schedule
 	// quick is the group's quick path (see quickTable and after).
 	quick int
-	// weighted is true when the quick path's draws follow the weights,
-	// which hold only while the group is steady.
-	weighted bool
 	// look is the quick path's table (see the quick paths): a backend index
 	// per entry, or -1 where the quick path gives way to the full pick.
 	look []int32
@@ -188,7 +185,8 @@ type group struct {
 	// is a multiply-shift onto lookSize.
 	lookShift uint
 	lookSize  uint64
-	// lookScale is bounded's cap per unit of weight per request in flight.
+	// lookScale is bounded's c / W (W the total weight of the members not
+	// down): the cap per unit of weight per request in flight.
 	lookScale float64
 }
 

@@ -14,7 +14,6 @@ type weightedRandom struct {
 func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 	up := upPositions(g)
 	g.setQuick(quickDraw, weightedLook(g, up))
-	g.weighted = true
 	return &weightedRandom{up: up, aliasTable: newAliasTable(g, up)}, nil
 }
 
