@@ -138,7 +138,7 @@ type SmoothRow struct {
 func RunSmoothness(subjects []Subject) ([]SmoothRow, error) {
 	var rows []SmoothRow
 	for _, s := range subjects {
-		if s.Kind != Weighted {
+		if s.Kind != Weighted || s.CostOnly {
 			continue
 		}
 		row := SmoothRow{Subject: s}

@@ -162,7 +162,8 @@ func WriteSelection(w io.Writer, rows []SelRow, sizes []int, cmd string) {
 	fmt.Fprintf(w, "For every peer, `×` is its time divided by the lbpack row in the \"vs\" column at the same n and mode:\n")
 	fmt.Fprintf(w, "above 1 means lbpack is faster. Weighted subjects use weights 1,2,3,4,5,1,2,...; hashed ones hash ~32-byte URIs (or client IPs for ip_hash)\n")
 	fmt.Fprintf(w, "cycling through %d keys. Caddy's policies are called as its handler calls them: `Select(pool, req, nil)` on a pool of `*Upstream` with Dial addresses;\n", numKeys)
-	fmt.Fprintf(w, "nothing is in flight, so both least_conn rows measure the all-tied case.\n\n")
+	fmt.Fprintf(w, "nothing is in flight, so Caddy's least_conn and lbpack's first and two_choices rows measure the all-tied case (lbpack least_conn then follows\n")
+	fmt.Fprintf(w, "smooth_wrr's table); \"least_conn, 1 in flight\" keeps one request open on the first backend, so that every pick scans and shares the others' tie by nginx's pass.\n\n")
 
 	fmt.Fprintf(w, "| subject | vs | allocs |")
 	for _, mode := range []string{"1 g", "par"} {

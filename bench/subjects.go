@@ -55,6 +55,9 @@ type Subject struct {
 	// Versus names the lbpack subject this one's ratio is taken against;
 	// empty for lbpack's own rows.
 	Versus string
+	// CostOnly: the subject is measured for its cost alone (its picks
+	// depend on a load the quality tables do not model).
+	CostOnly bool
 	// Build makes a picker over the given backends.
 	Build func(addrs []string, weights []int) (Picker, error)
 }
@@ -93,24 +96,26 @@ type lbpackSpec struct {
 	mode     string
 	twoC     bool
 	kind     Kind
+	busy     bool // one request in flight to backend 0 throughout
 }
 
 // lbpackSpecs lists lbpack's configurations in table order. Strategies not
 // registered in core (yet) are left out of the tables by Subjects.
 var lbpackSpecs = []lbpackSpec{
-	{"round_robin", core.RoundRobin, "", false, Plain},
-	{"random", core.Random, "", false, Plain},
-	{"weighted_random", core.WeightedRandom, "", false, Weighted},
-	{"smooth_wrr", core.SmoothWRR, "", false, Weighted},
-	{"gcd_wrr", core.GCDWRR, "", false, Weighted},
-	{"least_conn", core.LeastConn, "", false, Weighted},
-	{"least_conn two_choices", core.LeastConn, "", true, Weighted},
-	{"fair", core.Fair, "", false, Weighted},
-	{"ip_hash", core.IPHash, "", false, Hashed},
-	{"url_hash ketama", core.URLHash, core.HashKetama, false, Hashed},
-	{"url_hash modulo", core.URLHash, core.HashModulo, false, Hashed},
-	{"url_hash maglev", core.URLHash, core.HashMaglev, false, Hashed},
-	{"url_hash bounded", core.URLHash, core.HashBounded, false, Hashed},
+	{"round_robin", core.RoundRobin, "", false, Plain, false},
+	{"random", core.Random, "", false, Plain, false},
+	{"weighted_random", core.WeightedRandom, "", false, Weighted, false},
+	{"smooth_wrr", core.SmoothWRR, "", false, Weighted, false},
+	{"gcd_wrr", core.GCDWRR, "", false, Weighted, false},
+	{"least_conn", core.LeastConn, "", false, Weighted, false},
+	{"least_conn, 1 in flight", core.LeastConn, "", false, Weighted, true},
+	{"least_conn two_choices", core.LeastConn, "", true, Weighted, false},
+	{"fair", core.Fair, "", false, Weighted, false},
+	{"ip_hash", core.IPHash, "", false, Hashed, false},
+	{"url_hash ketama", core.URLHash, core.HashKetama, false, Hashed, false},
+	{"url_hash modulo", core.URLHash, core.HashModulo, false, Hashed, false},
+	{"url_hash maglev", core.URLHash, core.HashMaglev, false, Hashed, false},
+	{"url_hash bounded", core.URLHash, core.HashBounded, false, Hashed, false},
 }
 
 // registered reports whether core has the strategy.
@@ -131,7 +136,7 @@ func Subjects() []Subject {
 			continue
 		}
 		out = append(out, Subject{Name: "lbpack " + sp.name, Family: FamLbpack, Kind: sp.kind,
-			IPKeys: sp.strategy == core.IPHash, Build: lbpackBuilder(sp)})
+			IPKeys: sp.strategy == core.IPHash, CostOnly: sp.busy, Build: lbpackBuilder(sp)})
 	}
 	out = append(out,
 		caddySubject("weighted_round_robin", Weighted, "lbpack smooth_wrr", nil),
@@ -190,6 +195,9 @@ func lbpackBuilder(sp lbpackSpec) func([]string, []int) (Picker, error) {
 		b, err := core.New(lbpackConfig(sp, addrs, weights))
 		if err != nil {
 			return nil, err
+		}
+		if sp.busy {
+			b.Start(0) // never done: every pick scans, and the others tie
 		}
 		return &lbpackPicker{b: b}, nil
 	}

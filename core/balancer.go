@@ -84,7 +84,8 @@ type Balancer struct {
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
 	// that was removed count until they are done). Only url_hash's bounded
-	// mode reads it, so only it has one; nil otherwise.
+	// mode and least_conn's quick path read it, so only they have one; nil
+	// otherwise.
 	inflight *atomic.Int64
 	// failing counts the backends whose failure count is not 0, shared like
 	// inflight (a backend removed while it has failures stays counted until
@@ -130,7 +131,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	} else {
 		b.failing = new(atomic.Int32)
 	}
-	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
+	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
 		} else {
@@ -247,11 +248,15 @@ func (b *Balancer) PickIndex(key string) int { return PickIndex(b, key) }
 // interpreter every function call, local variable (each costs an
 // allocation per call) and atomic operation costs more than a whole compiled
 // pick, so each quick path is one small function. Anything else goes
-// through the strategy's full pick, which gives the same answer.
+// through the strategy's full pick, which gives the same answer. (The
+// interpreter tries the cases in order, at a cost each: the commonest
+// strategies come first.)
 func PickIndex(b *Balancer, key string) int {
 	switch b.primary.quick {
 	case quickTable:
 		return pickNext(b, key)
+	case quickLeast:
+		return pickLeastQuick(b, key)
 	case quickDraw:
 		return pickDrawn(b, key)
 	case quickCRC:
@@ -264,6 +269,8 @@ func PickIndex(b *Balancer, key string) int {
 		return pickIPHashQuick(b, key)
 	case quickTwo:
 		return pickTwoQuick(b, key)
+	case quickFair:
+		return pickFairQuick(b, key)
 	}
 	return pickFrom(b, request{key: key, b: b})
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +11,10 @@ func init() {
 
 // DefaultDecayTime is fair's default Config.DecayTime.
 const DefaultDecayTime = 10 * time.Second
+
+// fairProbeShare: a backend not picked for DecayTime/fairProbeShare gets the
+// probe rule's pick.
+const fairProbeShare = 4
 
 // fairExplore is how often fair hands a pick to the next backend in turn
 // instead of the better of two: every fairExplore-th pick. It bounds every
@@ -39,15 +42,13 @@ const fairExplore = 16
 //   - explore: every 16th pick goes to backend (k/16) mod n if eligible, so each
 //     eligible backend receives at least 1/(16n) of the picks under any load.
 //
+// The two candidates are drawn from the group's weight table (see
+// weightedLook) when it has one, from an alias table otherwise.
+//
 // Picks take no lock; with an injected Config.Now and Config.Rand they are
-// deterministic.
+// deterministic. The pick counter k is the group's cursor.
 type fair struct {
-	probe int64 // ns
 	pairs pairDraw
-	// The pick counter is written by every pick: a cache line of its own.
-	pad0  [56]byte
-	count atomic.Uint64
-	pad1  [56]byte
 }
 
 func buildFair(g *group, c *Config) (strategy, error) {
@@ -56,7 +57,42 @@ func buildFair(g *group, c *Config) (strategy, error) {
 		d = DefaultDecayTime
 	}
 	g.decay = int64(d)
-	return &fair{probe: int64(d) / 4, pairs: newPairDraw(g)}, nil
+	g.cur = newCursor(1, 0) // a plain counter: the picks use n, never take
+	if up := upPositions(g); g.allUp && len(up) > 1 {
+		g.setQuick(quickFair, weightedLook(g, up))
+	}
+	return &fair{pairs: newPairDraw(g)}, nil
+}
+
+// pickFairQuick is PickIndex's quick path for fair, while the group is
+// quiet and steady (so every member is eligible at its configured weight):
+// pickFair's rules, in its order, with nothing to check per member.
+func pickFairQuick(b *Balancer, key string) int {
+	g := b.primary
+	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
+		now := b.now().UnixNano() // unixNano, inline
+		if now == 0 {
+			now = 1
+		}
+		k := g.cur.n.Add(1)
+		m := g.members[k%uint64(len(g.members))]
+		if now-m.state.lastPick.Load() < g.decay/fairProbeShare {
+			if k%fairExplore == 0 {
+				m = g.members[(k/fairExplore)%uint64(len(g.members))]
+			} else {
+				i, j := lookPair(b, g.look)
+				m = b.members[i]
+				if mj := b.members[j]; fairCost(mj, int64(mj.weight)*1000) < fairCost(m, int64(m.weight)*1000) {
+					m = mj
+				}
+			}
+		}
+		if m.state.lastPick.Load() != now { // taken, inline
+			m.state.lastPick.Store(now)
+		}
+		return m.index
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }
@@ -66,10 +102,10 @@ func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }
 func pickFair(f *fair, g *group, r *request) int {
 	n := uint64(len(g.members))
 	now := r.now()
-	k := f.count.Add(1)
+	k := g.cur.n.Add(1)
 	if n > 1 {
 		c := int(k % n)
-		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= f.probe {
+		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= g.decay/fairProbeShare {
 			return taken(m, c, now)
 		}
 		if k%fairExplore == 0 {
@@ -78,7 +114,7 @@ func pickFair(f *fair, g *group, r *request) int {
 				return taken(m, c, now)
 			}
 		}
-		i, j, drawn := drawPair(&f.pairs, r.b.rand(), len(g.members))
+		i, j, drawn := fairPair(f, g, r.b)
 		mi, mj := g.members[i], g.members[j]
 		oki, okj := drawn && usable(r, mi), drawn && usable(r, mj)
 		switch {
@@ -108,6 +144,17 @@ func pickFair(f *fair, g *group, r *request) int {
 	return taken(g.members[best], best, now)
 }
 
+// fairPair draws fair's two candidates (member positions): from the
+// group's weight table when it has one, as the quick path does, so that
+// both paths make the same choices; from the alias table otherwise.
+func fairPair(f *fair, g *group, b *Balancer) (i, j int, ok bool) {
+	if g.look == nil {
+		return drawPair(&f.pairs, b.rand(), len(g.members))
+	}
+	bi, bj := lookPair(b, g.look)
+	return b.members[bi].pos, b.members[bj].pos, true
+}
+
 // taken records that member m (at position pos) was picked at now.
 func taken(m *member, pos int, now int64) int {
 	if m.state.lastPick.Load() != now {
@@ -119,6 +166,11 @@ func taken(m *member, pos int, now int64) int {
 // fairScore is m's expected cost: latency estimate times (in flight + 1),
 // divided by its (slow-start) weight.
 func fairScore(r *request, m *member) float64 {
+	return fairCost(m, milliWeightNow(r, m))
+}
+
+// fairCost is fairScore at weight milli (in thousandths).
+func fairCost(m *member, milli int64) float64 {
 	e := math.Float64frombits(m.state.ewma.Load())
 	in := m.state.inflight.Load()
 	if e == 0 {
@@ -127,5 +179,5 @@ func fairScore(r *request, m *member) float64 {
 		}
 		return 0
 	}
-	return e * float64(in+1) / float64(milliWeightNow(r, m))
+	return e * float64(in+1) / float64(milli)
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // hcScripted returns a random source that yields the pairs of draws given,
-// (first, second) packed as fair and two-choices unpack them: the first
-// candidate is lo % n, the second hi % (n-1), moved past the first.
+// (first, second) packed as fair unpacks them over equal weights: the first
+// candidate is lo % n, the second hi % n (drawn again while it repeats the
+// first, which these scripts avoid).
 func hcScripted(t *testing.T, pairs ...[2]uint64) func() uint64 {
 	k := 0
 	return func() uint64 {
@@ -33,11 +34,11 @@ func TestFairExactChoices(t *testing.T) {
 	clock := newHCClock()
 	rnd := hcScripted(t,
 		[2]uint64{1, 0}, // pick 4: b vs a
-		[2]uint64{0, 1}, // pick 5: a vs c
+		[2]uint64{0, 2}, // pick 5: a vs c
 		[2]uint64{1, 0}, // pick 6: b vs a
 		[2]uint64{2, 1}, // pick 10: c vs b
-		[2]uint64{0, 0}, // picks 11-15: a vs b
-		[2]uint64{0, 0}, [2]uint64{0, 0}, [2]uint64{0, 0}, [2]uint64{0, 0},
+		[2]uint64{0, 1}, // picks 11-15: a vs b
+		[2]uint64{0, 1}, [2]uint64{0, 1}, [2]uint64{0, 1}, [2]uint64{0, 1},
 	)
 	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: rnd})
 	ms := time.Millisecond
@@ -187,8 +188,29 @@ func TestFairDecayOptionAndErrors(t *testing.T) {
 	if got := b.primary.decay; got != int64(time.Second) {
 		t.Fatalf("decay %d", got)
 	}
-	if got := b.primary.strategy.(*fair).probe; got != int64(250*time.Millisecond) {
-		t.Fatalf("probe interval %d", got)
+	// The probe rule follows the decay time: a backend not picked for
+	// DecayTime/4 (250ms here) gets the pick that looks at it.
+	clock := newHCClock()
+	a0b1 := func() uint64 { return 1<<32 | 0 } // the two candidates: a, then b
+	b = mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), DecayTime: time.Second, Now: clock.now, Rand: a0b1})
+	var seq []int
+	step := func(lat time.Duration) {
+		i := hcPick(t, b)
+		seq = append(seq, i)
+		b.Start(i)
+		b.Done(i, lat, false)
+	}
+	step(100 * time.Millisecond) // pick 1 looks at b, never picked: probe
+	step(10 * time.Millisecond)  // pick 2, a: probe
+	step(10 * time.Millisecond)  // a 10ms vs b 100ms: a
+	clock.add(249 * time.Millisecond)
+	step(10 * time.Millisecond) // pick 4 looks at a, picked 249ms ago: a vs b, a
+	step(10 * time.Millisecond) // pick 5 looks at b, picked 249ms ago: a
+	clock.add(2 * time.Millisecond)
+	step(10 * time.Millisecond) // pick 6: a
+	step(10 * time.Millisecond) // pick 7 looks at b, picked 251ms ago: probe
+	if got, want := letters(seq), "b a a a a a b"; got != want {
+		t.Fatalf("picks %s, want %s", got, want)
 	}
 	if _, err := New(Config{Strategy: Fair, Backends: hcBackends(1), DecayTime: -time.Second}); err == nil {
 		t.Fatal("negative decay accepted")

@@ -1,7 +1,7 @@
 package core
 
 import (
-	"net/netip"
+	"net"
 	"strings"
 )
 
@@ -83,19 +83,25 @@ func pickIPHashQuick(b *Balancer, key string) int {
 // call, where a loop over the characters costs microseconds. What it reads as
 // IPv4 reads the same with parseIPv4.
 func ipv4Hash(key string) int {
-	var q [16]byte
+	var q0, q1, q2 byte
 	if interpreted {
-		a, err := netip.ParseAddr(key)
-		if err != nil || !a.Is4() {
+		// ParseIP reads dotted IPv4 text as parseIPv4 does (no leading
+		// zeros, no zone) and gives it in 16 bytes, as it gives
+		// "::ffff:a.b.c.d", which is IPv6 text to nginx.
+		ip := net.ParseIP(key)
+		if len(ip) != net.IPv6len || strings.IndexByte(key, ':') >= 0 {
 			return -1
 		}
-		a4 := a.As4()
-		q[0], q[1], q[2] = a4[0], a4[1], a4[2]
-	} else if !parseIPv4(key, &q, 0) {
-		return -1
+		q0, q1, q2 = ip[12], ip[13], ip[14]
+	} else {
+		var q [16]byte
+		if !parseIPv4(key, &q, 0) {
+			return -1
+		}
+		q0, q1, q2 = q[0], q[1], q[2]
 	}
 	// The hash loop over three bytes, unrolled: 89*113^3 + q0*113^2 + q1*113 + q2.
-	return (ipHashInit*ipHashMul*ipHashMul*ipHashMul + int(q[0])*ipHashMul*ipHashMul + int(q[1])*ipHashMul + int(q[2])) % ipHashMod
+	return (ipHashInit*ipHashMul*ipHashMul*ipHashMul + int(q0)*ipHashMul*ipHashMul + int(q1)*ipHashMul + int(q2)) % ipHashMod
 }
 
 func (s *ipHash) pick(g *group, r request) int { return pickIPHash(s, g, &r) }

@@ -13,25 +13,51 @@ func init() {
 // that a ramping backend of weight 1 ramps too.
 //
 // The exact scan is O(n) and lock-free; only a tie takes the group's smooth
-// lock. With Config.TwoChoices it compares two random members instead
+// lock. When every member that is not down ties (all of them idle, as at
+// low load), nginx's pass among the tied is smooth_wrr's, and the shared
+// smooth state follows smooth_wrr's table, both modes included (see
+// smoothWRR): while no request is in flight a pick is the table's next entry,
+// O(1) with no scan. With Config.TwoChoices it compares two random members instead
 // (power of two choices), drawn in proportion to weight so that idle
 // backends share by weight as nginx's ties do: O(1), lock-free, and within
 // a small factor of the exact choice's balance on large pools.
 type leastConn struct {
 	twoChoices bool
 	pairs      pairDraw
+	ties       *smoothWRR // the smooth passes among tied members
+	up         int        // members not down
 }
 
 func buildLeastConn(g *group, c *Config) (strategy, error) {
 	g.smooth.tied = make([]int, 0, len(g.members))
-	lc := &leastConn{twoChoices: c.TwoChoices}
+	up := upPositions(g)
+	lc := &leastConn{twoChoices: c.TwoChoices, up: len(up)}
 	if lc.twoChoices {
+		// Exact passes only: two choices' quick path reads the schedule's
+		// gate as steadiness alone, with no table mode in it.
+		lc.ties = &smoothWRR{sched: &g.sched}
 		lc.pairs = newPairDraw(g)
-		if up := upPositions(g); len(up) > 2 {
+		if len(up) > 2 {
 			g.setQuick(quickTwo, weightedLook(g, up))
 		}
+		return lc, nil
+	}
+	lc.ties = newSmoothWRR(g, 0)
+	if g.quick == quickTable {
+		g.quick = quickLeast
 	}
 	return lc, nil
+}
+
+// pickLeastQuick is PickIndex's quick path for least_conn: while no request
+// is in flight, every member that is not down ties at zero, and nginx's
+// pass among them all is smooth_wrr's next step, taken as pickNext takes it.
+func pickLeastQuick(b *Balancer, key string) int {
+	g := b.primary
+	if b.inflight.Load() == 0 && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // pickNext, inline
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
+	return pickFrom(b, request{key: key, b: b})
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
@@ -67,11 +93,11 @@ func pickLeastConn(lc *leastConn, g *group, r *request) int {
 			return p
 		}
 	}
-	return exactLeast(g, r)
+	return exactLeast(lc, g, r)
 }
 
 // exactLeast is nginx's choice.
-func exactLeast(g *group, r *request) int {
+func exactLeast(lc *leastConn, g *group, r *request) int {
 	// The scan is lock-free and notes the tied members in a buffer on the
 	// stack; when more tie than it holds, the scan runs again under the
 	// smooth lock into the group's buffer, which holds them all.
@@ -79,6 +105,11 @@ func exactLeast(g *group, r *request) int {
 	best, n := scanLeast(g, r, buf[:])
 	if n < 2 {
 		return best // also -1: nothing eligible
+	}
+	if n == lc.up {
+		// Every member that is not down ties (so each is eligible): the
+		// pass among them is smooth_wrr's.
+		return pickSmoothWRR(lc.ties, g, r)
 	}
 	// nginx shares ties out by smooth weighted round robin among the tied
 	// members only.
@@ -91,7 +122,7 @@ func exactLeast(g *group, r *request) int {
 	}
 	p := best
 	if n >= 2 {
-		p = smoothPass(s, g, r, tied[:n])
+		p = lc.ties.pass(g, r, tied[:n])
 	}
 	s.mu.Unlock()
 	if p < 0 {

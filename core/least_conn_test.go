@@ -145,9 +145,14 @@ func TestLeastConnWorkedExamples(t *testing.T) {
 }
 
 // TestLeastConnMatchesNginx drives the strategy and nginx's algorithm with the
-// same random starts and ends of requests and compares every choice.
+// same random starts and ends of requests and compares every choice. Every
+// so often all requests end and a run of picks is made at idle (each
+// request ending before the next pick), so that the smooth state goes from
+// smooth_wrr's table (the quick path) to nginx's exact passes among partial
+// ties and back, by the zero state or by a learned orbit.
 func TestLeastConnMatchesNginx(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
+	idlePicks := 0
 	for set := 0; set < 40; set++ {
 		n := 2 + rng.Intn(7)
 		weights := make([]int, n)
@@ -160,7 +165,25 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 		}
 		ref := newNginxLC(weights, down)
 		b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
-		for step := 0; step < 300; step++ {
+		if b.primary.quick != quickLeast {
+			t.Fatalf("set %d: quick path %d, want %d", set, b.primary.quick, quickLeast)
+		}
+		for step := 0; step < 600; step++ {
+			if step%150 == 100 { // everything ends; then 30 picks at idle
+				for i := range ref.conns {
+					for ; ref.conns[i] > 0; ref.conns[i]-- {
+						b.Done(i, time.Millisecond, false)
+					}
+				}
+				for k := 0; k < 30; k++ {
+					want := ref.pick()
+					if got := pickLikeNginx(t, b, want, fmt.Sprintf("set %d (weights %v down %v) step %d idle %d", set, weights, down, step, k)); got >= 0 {
+						b.Start(got)
+						b.Done(got, time.Millisecond, false)
+						idlePicks++
+					}
+				}
+			}
 			if rng.Intn(3) == 0 { // a request ends somewhere
 				i := rng.Intn(n)
 				if ref.conns[i] > 0 {
@@ -177,6 +200,9 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 			ref.conns[want]++
 			b.Start(got)
 		}
+	}
+	if idlePicks == 0 {
+		t.Fatal("no pick was made at idle")
 	}
 }
 

@@ -73,20 +73,28 @@ type smoothWRR struct {
 }
 
 func buildSmoothWRR(g *group, c *Config) (strategy, error) {
+	return newSmoothWRR(g, staggerStart(c)), nil
+}
+
+// newSmoothWRR returns nginx's smooth weighted round robin over g, in table
+// mode at position start of its canonical period (reduced modulo the
+// period), and gives g the table strategies' quick path; beyond the schedule
+// bound, in exact mode for good.
+func newSmoothWRR(g *group, start uint64) *smoothWRR {
 	s := &smoothWRR{sched: &g.sched}
 	gen := newSmoothGen(g)
 	if gen == nil || gen.period > MaxScheduleEntries || gen.period*len(gen.classes) > maxScheduleWork {
-		return s, nil
+		return s
 	}
 	s.table = make([]int32, gen.period)
 	for i := range s.table {
 		s.table[i] = int32(gen.next())
 	}
-	s.cur = newCursor(len(s.table), staggerStart(c))
+	s.cur = newCursor(len(s.table), start)
 	s.count = make([]int, len(g.members))
 	s.sched.follow(1, &orbit{table: s.table, cur: s.cur})
 	g.setSchedule(s.table, s.cur)
-	return s, nil
+	return s
 }
 
 // staggerStart returns where a schedule's cursor starts: 0, or a random point
@@ -124,17 +132,31 @@ func (s *smoothWRR) exact(g *group, r *request) int {
 		return sm.next(g, r, nil)
 	}
 	sm.mu.Lock()
+	best := s.pass(g, r, nil)
+	sm.mu.Unlock()
+	return best
+}
+
+// pass is nginx's pass over the members among lists (nil: every eligible
+// member) in exact mode, which it enters first if the schedule is in table
+// mode, and after which it watches for the return to a table (see follow).
+// A pass over some of the members only (least_conn's ties) is a
+// perturbation like any other. Called with g.smooth.mu held.
+func (s *smoothWRR) pass(g *group, r *request, among []int) int {
+	sm := g.smooth
+	if s.table == nil {
+		return smoothPass(sm, g, r, among)
+	}
 	if k := s.sched.mode(); k != 0 {
 		o := s.sched.orbits[k-1]
 		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
 		s.sched.setMode(0)
 		s.rec = 0
 	}
-	best := smoothPass(sm, g, r, nil)
+	best := smoothPass(sm, g, r, among)
 	if best >= 0 {
 		s.follow(g, best)
 	}
-	sm.mu.Unlock()
 	return best
 }
 

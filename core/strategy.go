@@ -178,7 +178,8 @@ type group struct {
 	// look is the quick path's table (see the quick paths): a backend index
 	// per entry, or -1 where the quick path gives way to the full pick.
 	look []int32
-	// cur is the table strategies' cursor into look.
+	// cur is the table strategies' cursor into look, and fair's pick
+	// counter.
 	cur *cursor
 	// lookShift and lookSize place a key's hash in look: ketama's bucket
 	// and modulo's first hash are read at crc >> lookShift; maglev's slot
@@ -265,6 +266,8 @@ const (
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of an IPv4 address]
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
+	quickLeast   // least_conn: the canonical schedule, while nothing is in flight and gate is 1
+	quickFair    // fair (while steady, no member down): its rules over two draws into look
 )
 
 // mode returns the schedule's mode (see gate).

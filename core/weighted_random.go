@@ -140,6 +140,19 @@ func newPairDraw(g *group) pairDraw {
 	return d
 }
 
+// lookPair draws two backend indices in proportion to weight from look (a
+// weight table, see weightedLook): the second redrawn up to pairTries times
+// while it repeats the first.
+func lookPair(b *Balancer, look []int32) (i, j int32) {
+	n := uint64(len(look))
+	x := b.rand()
+	i, j = look[(x&0xffffffff)%n], look[(x>>32)%n]
+	for t := 0; t < pairTries && i == j; t++ {
+		j = look[b.rand()%n]
+	}
+	return i, j
+}
+
 // drawPair returns two candidates from one uniform 64-bit x, distinct unless
 // pairTries draws all repeat the first (then i == j), or ok false when there
 // are fewer than two members to draw from.

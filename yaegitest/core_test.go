@@ -2,6 +2,7 @@ package yaegitest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -225,10 +226,12 @@ func BenchmarkPick(b *testing.B) {
 		}{{"", driver.Keys(v.strategy, 64)}}
 		if v.strategy == core.IPHash {
 			var v4, v6 []string
-			for _, k := range driver.Keys(v.strategy, 256) {
-				if strings.Contains(k, ":") {
+			for _, k := range driver.Keys(v.strategy, 512) {
+				switch {
+				case net.ParseIP(k) == nil:
+				case strings.Contains(k, ":"):
 					v6 = append(v6, k)
-				} else {
+				default:
 					v4 = append(v4, k)
 				}
 			}
