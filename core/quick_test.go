@@ -2,8 +2,8 @@ package core
 
 import (
 	"fmt"
-	"time"
 	"testing"
+	"time"
 )
 
 // Every quick path answers what the strategy's full pick answers: the hash
