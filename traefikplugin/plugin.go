@@ -290,14 +290,10 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.keyKind != keyNone {
 		key = requestKey(p.s, r)
 	}
-	i := core.PickIndex(b.Balancer, key)
-	if i < 0 {
-		unavailable(w)
-		return
-	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if p.track || r.ContentLength != 0 && p.retries > 0 {
+	i := core.PickIndex(b.Balancer, key)
+	if i < 0 || p.track || r.ContentLength != 0 && p.retries > 0 {
 		serve(w, r, p, b, key, i)
 		return
 	}
@@ -306,13 +302,20 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// with no attempt made (b.failed implies p.failures).
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() != 0 || b.failed {
-		end(w, &attempt{p: p, b: b, req: r, key: key, i: i})
+		end(w, r, p, b, key, i)
 	}
 }
 
-// serve proxies a request that has a body to keep for retries, or whose
-// tries the balancer counts. Its attempt goes with it, in a copy of r.
+// serve answers a request with no server to go to, and proxies one that has
+// a body to keep for retries, or whose tries the balancer counts. Its
+// attempt goes with it, in a copy of r. (Rare cases of ServeHTTP are
+// functions of their own: the interpreter gives every call a frame with room
+// for all of a function's values, whichever branch runs.)
 func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+	if i < 0 {
+		unavailable(w)
+		return
+	}
 	a := &attempt{p: p, b: b, key: key, i: i, carried: true}
 	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
 	if a.p.retries > 0 && a.req.Body != nil && a.req.Body != http.NoBody {
@@ -324,10 +327,11 @@ func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key s
 	}
 }
 
-// end finishes an untracked first try that failed or may have cleared
-// failures, and retries a failed one.
-func end(w http.ResponseWriter, a *attempt) {
-	a.err = failure(a.p, w)
+// end finishes an untracked first try, to server i, that failed or may
+// have cleared failures, and retries a failed one.
+func end(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+	a := &attempt{p: p, b: b, req: r, key: key, i: i}
+	a.err = failure(p, w)
 	if !settle(w, a) {
 		retry(w, a, nil)
 	}
