@@ -51,10 +51,10 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 
 // pickLeastQuick is PickIndex's quick path for least_conn: while no request
 // is in flight, every member that is not down ties at zero, and nginx's
-// pass among them all is smooth_wrr's next step, taken as pickNext takes it.
+// pass among them all is smooth_wrr's next step, taken as PickNext takes it.
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
-	if b.inflight.Load() == 0 && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // pickNext, inline
+	if b.inflight.Load() == 0 && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // PickNext, inline
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
 	return pickFrom(b, request{key: key, b: b})

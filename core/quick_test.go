@@ -197,3 +197,30 @@ func TestFairQuickPathMatchesFullPick(t *testing.T) {
 		t.Fatal("backend 2's failure was not counted: the group stayed quiet")
 	}
 }
+
+// PickNext answers as PickIndex does for every strategy: twin balancers,
+// one picking through each, agree pick for pick (least_conn with requests
+// left in flight, so that its table must not answer).
+func TestPickNextMatchesPickIndex(t *testing.T) {
+	bs := hcBackends(5, 1, 3, 2, 4, 1)
+	bs[4].Down = true
+	for _, cfg := range []Config{
+		{Strategy: SmoothWRR}, {Strategy: GCDWRR}, {Strategy: RoundRobin},
+		{Strategy: LeastConn}, {Strategy: IPHash},
+		{Strategy: URLHash}, {Strategy: URLHash, HashMode: HashMaglev}, {Strategy: URLHash, HashMode: HashBounded},
+	} {
+		cfg.Backends = bs
+		next, index := mustNew(t, cfg), mustNew(t, cfg)
+		for k := 0; k < 500; k++ {
+			key := fmt.Sprintf("10.%d.%d.7", k%5, k*13%256)
+			got, want := PickNext(next, key), PickIndex(index, key)
+			if got != want {
+				t.Fatalf("%s %s: pick %d: PickNext %d, PickIndex %d", cfg.Strategy, cfg.HashMode, k, got, want)
+			}
+			if k%3 != 0 { // two requests in three stay in flight
+				next.Start(got)
+				index.Start(want)
+			}
+		}
+	}
+}

@@ -41,6 +41,7 @@ type Plugin struct {
 	buffers *bufferPool // the proxies' copy buffers, shared
 	// What the request path reads of the settings, flat.
 	keyKind  int
+	table    bool // a table strategy: core.PickNext picks, one call shorter than PickIndex
 	retries  int
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
@@ -59,7 +60,7 @@ type Plugin struct {
 
 // balancer is the balancer of the moment with the methods a request calls
 // bound: under the interpreter a call through a method value costs about
-// half a method call. (The pick is core.PickIndex, a plain function, which
+// half a method call. (The pick is core.PickIndex or core.PickNext, plain functions, which
 // costs less again.)
 type balancer struct {
 	*core.Balancer
@@ -128,6 +129,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		tr:       newTransport(s),
 		buffers:  &bufferPool{free: make(chan []byte, 64)},
 		keyKind:  s.keyKind,
+		table:    s.balancer.Strategy == core.SmoothWRR || s.balancer.Strategy == core.GCDWRR || s.balancer.Strategy == core.RoundRobin,
 		retries:  s.retries,
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
@@ -286,13 +288,17 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 // functions.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := p.bal.Load().(*balancer)
-	key := ""
-	if p.keyKind != keyNone {
-		key = requestKey(p.s, r)
+	key, i := "", -1
+	if p.table {
+		i = core.PickNext(b.Balancer, key) // no key: a table strategy
+	} else {
+		if p.keyKind != keyNone {
+			key = requestKey(p.s, r)
+		}
+		i = core.PickIndex(b.Balancer, key)
 	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	i := core.PickIndex(b.Balancer, key)
 	if i < 0 || p.track || r.ContentLength != 0 && p.retries > 0 {
 		serve(w, r, p, b, key, i)
 		return

@@ -38,7 +38,7 @@ func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	pick = func(n int) {
 		for k := 0; k < n; k++ {
-			core.PickIndex(b, "")
+			core.PickNext(b, "")
 		}
 	}
 	startDone = func(n int) {
