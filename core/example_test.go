@@ -29,6 +29,29 @@ func ExampleNew() {
 	// Output: a b c a a b a c b a
 }
 
+// PickNext and PickIndex answer as Pick does, with one result: the index,
+// or -1 when no backend is available. An interpreted caller (the Traefik
+// plugin) calls PickNext for the table strategies.
+func ExamplePickNext() {
+	b, err := core.New(core.Config{
+		Strategy: core.GCDWRR,
+		Backends: []core.Backend{
+			{Address: "10.0.0.1:80", Weight: 6},
+			{Address: "10.0.0.2:80", Weight: 3},
+			{Address: "10.0.0.3:80", Weight: 1},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := 0; i < 10; i++ {
+		fmt.Print(string(rune('a'+core.PickNext(b, ""))), " ")
+	}
+	fmt.Println()
+	// Output: a a a a b a b a b c
+}
+
 // Bad input is reported at construction, naming the field and the value.
 func ExampleNew_error() {
 	_, err := core.New(core.Config{
