@@ -122,7 +122,7 @@ func exactLeast(lc *leastConn, g *group, r *request) int {
 	}
 	p := best
 	if n >= 2 {
-		p = lc.ties.pass(g, r, tied[:n])
+		p = exactPass(lc.ties, g, r, tied[:n])
 	}
 	s.mu.Unlock()
 	if p < 0 {
@@ -142,8 +142,7 @@ func scanLeast(g *group, r *request, tied []int) (best, n int) {
 	best = -1
 	var bc, bw int64
 	for i := range g.hot {
-		h := &g.hot[i]
-		c, w := h.state.inflight.Load(), h.milli
+		c, w := g.hot[i].state.inflight.Load(), g.hot[i].milli
 		if !simple && !usable(r, g.members[i]) {
 			continue
 		}
@@ -174,8 +173,7 @@ func scanPlain(hot []hotMember, tied []int) (best, n int) {
 	n = 1
 	tied[0] = 0
 	for i := 1; i < len(hot); i++ {
-		h := &hot[i]
-		c, w := h.state.inflight.Load(), h.milli
+		c, w := hot[i].state.inflight.Load(), hot[i].milli
 		lhs, rhs := c*bw, bc*w
 		if lhs > rhs {
 			continue

@@ -132,29 +132,31 @@ func (s *smoothWRR) exact(g *group, r *request) int {
 		return sm.next(g, r, nil)
 	}
 	sm.mu.Lock()
-	best := s.pass(g, r, nil)
+	best := exactPass(s, g, r, nil)
 	sm.mu.Unlock()
 	return best
 }
 
-// pass is nginx's pass over the members among lists (nil: every eligible
-// member) in exact mode, which it enters first if the schedule is in table
-// mode, and after which it watches for the return to a table (see follow).
-// A pass over some of the members only (least_conn's ties) is a
-// perturbation like any other. Called with g.smooth.mu held.
-func (s *smoothWRR) pass(g *group, r *request, among []int) int {
-	sm := g.smooth
+// exactPass is nginx's pass over the members among lists (nil: every
+// eligible member) in exact mode, which it enters first if the schedule is
+// in table mode, and after which it watches for the return to a table (see
+// follow). A pass over some of the members only (least_conn's ties) is a
+// perturbation like any other. Called with g.smooth.mu held. (A function,
+// as the pick path's helpers are: see pickFrom.)
+func exactPass(s *smoothWRR, g *group, r *request, among []int) int {
 	if s.table == nil {
-		return smoothPass(sm, g, r, among)
+		return smoothPass(g.smooth, g, r, among)
 	}
-	if k := s.sched.mode(); k != 0 {
+	if k := s.sched.gate.Load() & modeMask; k != 0 { // s.sched.mode()
 		o := s.sched.orbits[k-1]
 		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
 		s.sched.setMode(0)
 		s.rec = 0
 	}
-	best := smoothPass(sm, g, r, among)
-	if best >= 0 {
+	best := smoothPass(g.smooth, g, r, among)
+	// follow has nothing to do after a pass that was not full, left best's
+	// weight nonzero, and found nothing recorded: skip the call then.
+	if best >= 0 && (s.rec != 0 || g.smooth.full || g.smooth.current[best] == 0) {
 		s.follow(g, best)
 	}
 	return best

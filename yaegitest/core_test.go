@@ -217,7 +217,9 @@ func BenchmarkPick(b *testing.B) {
 		ten = append(ten, fmt.Sprintf("10.0.0.%d:80=%d", k, k%4+1))
 	}
 	spec := strings.Join(ten, ",")
-	for _, v := range variants() {
+	// least_conn is also measured with a request in flight, when its pick
+	// is nginx's scan rather than the idle schedule.
+	for _, v := range append(variants(), variant{core.LeastConn, "", "busy"}) {
 		// ip_hash's keys mix IPv4 and IPv6 clients 3:1; each is also
 		// measured alone, since they take different paths.
 		keySets := []struct {

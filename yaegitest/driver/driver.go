@@ -91,7 +91,7 @@ func ParseBackends(spec string) ([]core.Backend, error) {
 }
 
 // config builds a core.Config from the scenario's strings. opts is a comma
-// list of "stagger", "two", "lf=F" and "decay=D".
+// list of "stagger", "two", "lf=F", "decay=D" and "busy".
 func config(strategy, mode, opts, backends string, clk *clock, rnd *splitmix) (core.Config, error) {
 	bs, err := ParseBackends(backends)
 	if err != nil {
@@ -122,6 +122,7 @@ func config(strategy, mode, opts, backends string, clk *clock, rnd *splitmix) (c
 			if c.DecayTime, err = time.ParseDuration(v); err != nil {
 				return c, err
 			}
+		case "busy": // PickerOver's: a request in flight to backend 0
 		default:
 			return c, fmt.Errorf("unknown option %q", o)
 		}
@@ -226,7 +227,8 @@ func Picker(strategy, mode, opts, backends string) (func(n int) int, string) {
 	return PickerOver(strategy, mode, opts, backends, Keys(strategy, 64))
 }
 
-// PickerOver is Picker with the caller's 64 keys.
+// PickerOver is Picker with the caller's 64 keys. With opts "busy" one
+// request to backend 0 stays in flight.
 func PickerOver(strategy, mode, opts, backends string, keys []string) (func(n int) int, string) {
 	cfg, err := config(strategy, mode, opts, backends, &clock{ns: 1}, &splitmix{s: 1})
 	if err != nil {
@@ -237,6 +239,9 @@ func PickerOver(strategy, mode, opts, backends string, keys []string) (func(n in
 	b, err := core.New(cfg)
 	if err != nil {
 		return nil, err.Error()
+	}
+	if strings.Contains(opts, "busy") {
+		b.Start(0) // never done: least_conn scans on every pick
 	}
 	return picker(b, keys), ""
 }
