@@ -29,27 +29,20 @@ func ExampleNew() {
 	// Output: a b c a a b a c b a
 }
 
-// PickNext and PickIndex answer as Pick does, with one result: the index,
-// or -1 when no backend is available. An interpreted caller (the Traefik
-// plugin) calls PickNext for the table strategies.
+// PickNext answers as Pick does, with one result: the backend's index, or
+// -1 when none is available. An interpreted caller (the Traefik plugin)
+// calls it for the table strategies. Here the first backend is down.
 func ExamplePickNext() {
 	b, err := core.New(core.Config{
-		Strategy: core.GCDWRR,
-		Backends: []core.Backend{
-			{Address: "10.0.0.1:80", Weight: 6},
-			{Address: "10.0.0.2:80", Weight: 3},
-			{Address: "10.0.0.3:80", Weight: 1},
-		},
+		Strategy: core.RoundRobin,
+		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1, Down: true}, {Address: "10.0.0.2:80", Weight: 1}},
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for i := 0; i < 10; i++ {
-		fmt.Print(string(rune('a'+core.PickNext(b, ""))), " ")
-	}
-	fmt.Println()
-	// Output: a a a a b a b a b c
+	fmt.Println(core.PickNext(b, ""), core.PickNext(b, ""))
+	// Output: 1 1
 }
 
 // Bad input is reported at construction, naming the field and the value.
