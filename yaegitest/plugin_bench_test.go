@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func StubProxies(h http.Handler, stub http.Handler) {
 }
 
 // Parts returns loops over the balancer calls a request makes: the pick
-// (through core.PickIndex, as ServeHTTP calls it), and the Start and
+// (through core.PickNext, as ServeHTTP calls it for smooth_wrr), and the Start and
 // Done around the proxying.
 func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
@@ -162,4 +163,36 @@ func BenchmarkPluginProxy(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkPluginLiveHeap reports the heap the interpreted plugin keeps
+// live once loaded, with one middleware built: the interpreter's program
+// (core's and the plugin's source as yaegi holds it) and the middleware's
+// state. Traefik's garbage collector marks all of it on every cycle, so it
+// sets the plugin's share of Traefik's GC cost per request.
+func BenchmarkPluginLiveHeap(b *testing.B) {
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var total uint64
+	for k := 0; k < b.N; k++ {
+		before := live()
+		l := loadPlugin(b, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		h, err := l.newHandler(ctx, "strategy: smooth_wrr\nservers:\n  - url: http://127.0.0.1:1\n  - url: http://127.0.0.1:2\n", "heap")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if after := live(); after > before {
+			total += after - before
+		}
+		runtime.KeepAlive(l)
+		runtime.KeepAlive(h)
+		cancel()
+	}
+	b.ReportMetric(float64(total)/float64(b.N)/1e6, "live-MB")
 }
