@@ -108,7 +108,11 @@ func unixNano(t time.Time) int64 {
 // MaxConns read requests in flight; with none of them a caller may skip
 // Start and Done for a request that succeeds while Fails(i) is 0, and call
 // both at its end otherwise.
-func (b *Balancer) Start(i int) {
+func (b *Balancer) Start(i int) { Start(b, i) }
+
+// Start is b.Start(i) as a function, which an interpreted caller (the
+// Traefik plugin) calls for less than the method.
+func Start(b *Balancer, i int) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
@@ -131,7 +135,11 @@ func (b *Balancer) Start(i int) {
 // (or after fail_timeout) clears its failures, and starts its slow start if
 // it was out. Like nginx, a balancer with a single backend and no backups does
 // no failure accounting. fair also feeds latency into its estimate here.
-func (b *Balancer) Done(i int, latency time.Duration, failed bool) {
+func (b *Balancer) Done(i int, latency time.Duration, failed bool) { Done(b, i, latency, failed) }
+
+// Done is b.Done(i, latency, failed) as a function, which an interpreted
+// caller (the Traefik plugin) calls for less than the method.
+func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}

@@ -58,15 +58,14 @@ type Plugin struct {
 	pending *atomic.Int64
 }
 
-// balancer is the balancer of the moment with the methods a request calls
-// bound: under the interpreter a call through a method value costs about
-// half a method call. (The pick is core.PickIndex or core.PickNext, plain functions, which
-// costs less again.)
+// balancer is the balancer of the moment, and what the request path knows
+// of it. A request calls core's plain functions on it (core.PickNext,
+// PickIndex, Start, Done): under the interpreter a method call costs several
+// function calls, a call through a bound method value about half a method
+// call.
 type balancer struct {
 	*core.Balancer
-	fails func(i int) int64
-	start func(i int)
-	done  func(i int, latency time.Duration, failed bool)
+	fails func(i int) int64 // bound: settle's rare look costs less so
 	// failed is true once a failure has gone to Done. Until then no server
 	// can have failures (the balancer is this middleware's own), so a
 	// success needs no look at the server's failure count. Kept here, the
@@ -75,7 +74,7 @@ type balancer struct {
 }
 
 func bind(b *core.Balancer, failed bool) *balancer {
-	return &balancer{Balancer: b, fails: b.Fails, start: b.Start, done: b.Done, failed: failed}
+	return &balancer{Balancer: b, fails: b.Fails, failed: failed}
 }
 
 // markFailed records that a failure has gone to Done.
@@ -357,7 +356,7 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	if p.timed {
 		a.start = time.Now()
 	}
-	a.b.start(a.i)
+	core.Start(a.b.Balancer, a.i)
 	// Deferred: the reverse proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
 	defer finish(a)
@@ -379,7 +378,7 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 		// had one, and then settled it itself: report nothing.
 		return true
 	}
-	a.b.start(a.i)
+	core.Start(a.b.Balancer, a.i)
 	finish(a)
 	return a.err == nil
 }
@@ -395,7 +394,7 @@ func finish(a *attempt) {
 	if failed && a.p.failures && !a.b.failed {
 		a.p.markFailed()
 	}
-	a.b.done(a.i, took, failed)
+	core.Done(a.b.Balancer, a.i, took, failed)
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the

@@ -33,7 +33,7 @@ func StubProxies(h http.Handler, stub http.Handler) {
 }
 
 // Parts returns loops over the balancer calls a request makes: the pick
-// (through core.PickNext, as ServeHTTP calls it for smooth_wrr), and the Start and
+// (through core.PickNext, as ServeHTTP calls it for smooth_wrr), and core.Start and
 // Done around the proxying.
 func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
@@ -44,8 +44,8 @@ func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	}
 	startDone = func(n int) {
 		for k := 0; k < n; k++ {
-			b.Start(3)
-			b.Done(3, 0, false)
+			core.Start(b, 3)
+			core.Done(b, 3, 0, false)
 		}
 	}
 	return pick, startDone
