@@ -7,13 +7,20 @@ import (
 	"strings"
 )
 
-// requestKey returns what the hash strategy hashes for r.
+// requestKey returns what the hash strategy hashes for r. The commonest
+// keys are read here; the others in otherKey, since under the interpreter a
+// call pays for every value its function may compute.
 func requestKey(s *settings, r *http.Request) string {
+	if s.keyKind == keyURI && r.RequestURI != "" {
+		return r.RequestURI
+	}
+	return otherKey(s, r)
+}
+
+// otherKey is requestKey for the keys it does not read itself.
+func otherKey(s *settings, r *http.Request) string {
 	switch s.keyKind {
 	case keyURI:
-		if r.RequestURI != "" {
-			return r.RequestURI
-		}
 		return r.URL.RequestURI()
 	case keyPath:
 		return r.URL.Path
