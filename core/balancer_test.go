@@ -129,43 +129,17 @@ func TestUpdateKeepsStateAndOptions(t *testing.T) {
 // Pick's inline table path whenever no backend has failures, and through the
 // strategy otherwise: every pick must be nginx's.
 func TestPickFastPathMatchesNginx(t *testing.T) {
-	rng := rand.New(rand.NewSource(11))
 	fast := 0
-	for set := 0; set < 40; set++ {
-		n := 2 + rng.Intn(5)
-		weights, maxFails := make([]int, n), make([]int, n)
-		bs := make([]Backend, n)
-		for i := range bs {
-			weights[i] = 1 + rng.Intn(6)
-			maxFails[i] = rng.Intn(4)
-			bs[i] = Backend{Address: fmt.Sprintf("10.4.0.%d:80", i+1), Weight: weights[i],
-				MaxFails: maxFails[i], FailTimeout: 10 * time.Second}
-		}
-		clock := newHCClock()
-		base := clock.t.Unix()
-		ref := newNginxRR(weights, maxFails, 10)
-		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs, Now: clock.now})
-		for step := 0; step < 400; step++ {
-			if rng.Intn(8) == 0 {
-				clock.add(time.Duration(1+rng.Intn(6)) * time.Second)
-			}
-			now := clock.t.Unix() - base
-			if b.failing.Load() == 0 && b.primary.sched.mode() == 1 && isSteady(b.primary) {
-				fast++
-			}
-			want := ref.get(now)
-			got := pickLikeNginx(t, b, want, fmt.Sprintf("set %d (weights %v max_fails %v) step %d", set, weights, maxFails, step))
-			if got < 0 {
-				continue
-			}
-			// Failures come in bursts, so that runs without any leave
-			// nginx's state on the table's orbit again.
-			failed := step%100 < 20 && rng.Intn(3) == 0 && got%2 == 0
-			b.Start(got)
-			b.Done(got, time.Millisecond, failed)
-			ref.free(want, failed, now)
-		}
+	// Failures come in bursts, so that runs without any leave nginx's
+	// state on the table's orbit again.
+	bursts := func(rng *rand.Rand) func(step, got int) bool {
+		return func(step, got int) bool { return step%100 < 20 && rng.Intn(3) == 0 && got%2 == 0 }
 	}
+	playFailureTimelines(t, SmoothWRR, 11, 4, bursts, func(b *Balancer) {
+		if b.failing.Load() == 0 && b.primary.sched.mode() == 1 && isSteady(b.primary) {
+			fast++
+		}
+	})
 	if fast < 1000 {
 		t.Errorf("only %d picks could take the fast path; the test does not exercise it", fast)
 	}

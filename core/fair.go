@@ -61,7 +61,11 @@ func buildFair(g *group, c *Config) (strategy, error) {
 	if up := upPositions(g); g.allUp && len(up) > 1 {
 		g.setQuick(quickFair, weightedLook(g, up))
 	}
-	return &fair{pairs: newPairDraw(g)}, nil
+	f := &fair{}
+	if g.look == nil {
+		f.pairs = newPairDraw(g) // fairPair draws from look when there is one
+	}
+	return f, nil
 }
 
 // pickFairQuick is PickIndex's quick path for fair, while the group is

@@ -305,7 +305,12 @@ func BenchmarkFairParallel(b *testing.B) {
 	for i := range bs {
 		bs[i] = Backend{Address: fmt.Sprintf("10.%d.%d.%d:80", i>>16, i>>8&255, i&255), Weight: 1}
 	}
-	lb := mustNew(b, Config{Strategy: Fair, Backends: bs})
+	benchRequestsParallel(b, mustNew(b, Config{Strategy: Fair, Backends: bs}))
+}
+
+// benchRequestsParallel measures whole requests from GOMAXPROCS goroutines:
+// a pick, Start, and Done after 1ms.
+func benchRequestsParallel(b *testing.B, lb *Balancer) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"math/rand"
-	"sync"
 	"testing"
 	"time"
 )
@@ -84,24 +83,8 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 func TestGCDWRRConcurrentExactCounts(t *testing.T) {
 	w := drawWeights(rand.New(rand.NewSource(14)), 50, 10)
 	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends(w, nil)})
-	const goroutines, periods = 8, 40
-	counts := make([][]int, goroutines)
-	var wg sync.WaitGroup
-	for gr := 0; gr < goroutines; gr++ {
-		counts[gr] = make([]int, len(w))
-		wg.Add(1)
-		go countPicks(b, periods*sumInts(w)/goroutines, counts[gr], &wg)
-	}
-	wg.Wait()
-	for i := range w {
-		got := 0
-		for gr := range counts {
-			got += counts[gr][i]
-		}
-		if got != periods*w[i] {
-			t.Fatalf("backend %d: %d picks in %d periods, want %d", i, got, periods, periods*w[i])
-		}
-	}
+	const periods = 40
+	checkConcurrentCounts(t, b, periods*sumInts(w), func(i int) int { return periods * w[i] }, "40 periods")
 }
 
 func TestGCDWRRBeyondBound(t *testing.T) {
@@ -147,13 +130,7 @@ func TestGCDWRRStagger(t *testing.T) {
 
 func TestGCDWRRAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
-	notA := func(i int) bool { return i != 0 }
-	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
-		t.Fatalf("Pick allocates %v", a)
-	}
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", notA) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
-	}
+	checkPickAllocs(t, b, func(i int) bool { return i != 0 })
 }
 
 // TestGCDWRRSlowStart: while a backend added by Update ramps, gcd_wrr is the

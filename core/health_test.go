@@ -72,38 +72,11 @@ func (m *nginxRR) free(i int, failed bool, now int64) {
 // compares every choice: skipping, probes, recovery of fails and of effective
 // weights.
 func TestPassiveHealthMatchesNginx(t *testing.T) {
-	rng := rand.New(rand.NewSource(7))
-	for set := 0; set < 40; set++ {
-		n := 2 + rng.Intn(5)
-		weights, maxFails := make([]int, n), make([]int, n)
-		bs := make([]Backend, n)
-		for i := range bs {
-			weights[i] = 1 + rng.Intn(6)
-			maxFails[i] = rng.Intn(4) // 0 disables accounting
-			bs[i] = Backend{Address: fmt.Sprintf("10.3.0.%d:80", i+1), Weight: weights[i],
-				MaxFails: maxFails[i], FailTimeout: 10 * time.Second}
-		}
-		clock := newHCClock()
-		base := clock.t.Unix()
-		ref := newNginxRR(weights, maxFails, 10)
-		b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
+	flaky := func(rng *rand.Rand) func(step, got int) bool {
 		failRate := 1 + rng.Intn(4) // backends fail 1 in failRate+1 requests at worst
-		for step := 0; step < 400; step++ {
-			if rng.Intn(8) == 0 {
-				clock.add(time.Duration(1+rng.Intn(6)) * time.Second)
-			}
-			now := clock.t.Unix() - base
-			want := ref.get(now)
-			got := pickLikeNginx(t, b, want, fmt.Sprintf("set %d (weights %v max_fails %v) step %d", set, weights, maxFails, step))
-			if got < 0 {
-				continue
-			}
-			failed := rng.Intn(failRate+1) == 0 && got%2 == 0 // even backends are flaky
-			b.Start(got)
-			b.Done(got, time.Millisecond, failed)
-			ref.free(want, failed, now)
-		}
+		return func(step, got int) bool { return rng.Intn(failRate+1) == 0 && got%2 == 0 } // even backends are flaky
 	}
+	playFailureTimelines(t, LeastConn, 7, 3, flaky, nil)
 }
 
 func TestEffectiveWeightRecovery(t *testing.T) {

@@ -409,15 +409,7 @@ func BenchmarkLeastConnParallel(b *testing.B) {
 			name = "p2c"
 		}
 		b.Run(name+"/n=1000", func(b *testing.B) {
-			lb := benchLeastConn(b, 1000, two, lcLoaded)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i, _ := lb.Pick("")
-					lb.Start(i)
-					lb.Done(i, time.Millisecond, false)
-				}
-			})
+			benchRequestsParallel(b, benchLeastConn(b, 1000, two, lcLoaded))
 		})
 	}
 }

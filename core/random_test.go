@@ -97,8 +97,5 @@ func TestSampleEligibleUniform(t *testing.T) {
 
 func TestRandomAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1, 1}, nil)})
-	only := func(i int) bool { return i == 1 }
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", only) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
-	}
+	checkPickAllocs(t, b, func(i int) bool { return i == 1 })
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"sync"
 	"testing"
 )
 
@@ -41,30 +40,11 @@ func TestRoundRobin(t *testing.T) {
 func TestRoundRobinConcurrentEqualCounts(t *testing.T) {
 	w := drawWeights(newRng(21), 37, 10)
 	b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends(w, nil)})
-	const goroutines, laps = 8, 200
-	counts := make([][]int, goroutines)
-	var wg sync.WaitGroup
-	for gr := 0; gr < goroutines; gr++ {
-		counts[gr] = make([]int, len(w))
-		wg.Add(1)
-		go countPicks(b, laps*len(w)/goroutines, counts[gr], &wg)
-	}
-	wg.Wait()
-	for i := range w {
-		got := 0
-		for gr := range counts {
-			got += counts[gr][i]
-		}
-		if got != laps {
-			t.Fatalf("backend %d: %d picks in %d laps", i, got, laps)
-		}
-	}
+	const laps = 200
+	checkConcurrentCounts(t, b, laps*len(w), func(int) int { return laps }, "200 laps")
 }
 
 func TestRoundRobinAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends([]int{1, 1, 1}, nil)})
-	notB := func(i int) bool { return i != 1 }
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", notB) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
-	}
+	checkPickAllocs(t, b, func(i int) bool { return i != 1 })
 }

@@ -154,10 +154,8 @@ func exactPass(s *smoothWRR, g *group, r *request, among []int) int {
 		s.rec = 0
 	}
 	best := smoothPass(g.smooth, g, r, among)
-	// follow has nothing to do after a pass that was not full, left best's
-	// weight nonzero, and found nothing recorded: skip the call then.
-	if best >= 0 && (s.rec != 0 || g.smooth.full || g.smooth.current[best] == 0) {
-		s.follow(g, best)
+	if best >= 0 {
+		follow(s, g, best)
 	}
 	return best
 }
@@ -189,8 +187,11 @@ func (s *smoothWRR) seed(g *group, o *orbit, p int) {
 
 // follow watches exact mode's passes for nginx's state coming back onto an
 // unperturbed orbit, and returns to table mode when it does. best is the
-// pass's pick. Called with g.smooth.mu held.
-func (s *smoothWRR) follow(g *group, best int) {
+// pass's pick. Called with g.smooth.mu held. It is a function with few
+// values, and what an unperturbed pass records is in record: most passes
+// that are not full (least_conn's among some tied members) end here, and
+// under the interpreter a call pays for every value of its function.
+func follow(s *smoothWRR, g *group, best int) {
 	sm := g.smooth
 	if sm.current[best] == 0 && allZero(sm.current) {
 		// nginx's initial state: the canonical period's position 0.
@@ -201,6 +202,14 @@ func (s *smoothWRR) follow(g *group, best int) {
 		s.rec = 0
 		return
 	}
+	s.record(g, best)
+}
+
+// record adds an unperturbed pass, which picked best, to the learned
+// orbit, and returns to table mode when the orbit closes. Called with
+// g.smooth.mu held.
+func (s *smoothWRR) record(g *group, best int) {
+	sm := g.smooth
 	o := s.sched.orbits[1]
 	if o == nil {
 		o = &orbit{

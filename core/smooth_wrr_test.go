@@ -131,25 +131,8 @@ func TestSmoothWRRSharesAndSmoothness(t *testing.T) {
 func TestSmoothWRRConcurrentExactCounts(t *testing.T) {
 	w := drawWeights(rand.New(rand.NewSource(4)), 50, 10)
 	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
-	const goroutines, periods = 8, 40
-	total := periods * sumInts(w)
-	counts := make([][]int, goroutines)
-	var wg sync.WaitGroup
-	for gr := 0; gr < goroutines; gr++ {
-		counts[gr] = make([]int, len(w))
-		wg.Add(1)
-		go countPicks(b, total/goroutines, counts[gr], &wg)
-	}
-	wg.Wait()
-	for i := range w {
-		got := 0
-		for gr := range counts {
-			got += counts[gr][i]
-		}
-		if got != periods*w[i] {
-			t.Fatalf("backend %d: %d picks in %d periods, want %d", i, got, periods, periods*w[i])
-		}
-	}
+	const periods = 40
+	checkConcurrentCounts(t, b, periods*sumInts(w), func(i int) int { return periods * w[i] }, "40 periods")
 }
 
 // countPicks makes n picks and counts them; errors count at index -1, which
@@ -330,13 +313,7 @@ func TestCursorWrapsExactly(t *testing.T) {
 
 func TestSmoothWRRAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil)})
-	refuse := func(i int) bool { return i != 1 }
-	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
-		t.Fatalf("Pick allocates %v", a)
-	}
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", refuse) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
-	}
+	checkPickAllocs(t, b, func(i int) bool { return i != 1 })
 }
 
 var sinkInt int

@@ -63,8 +63,5 @@ func TestWeightedRandomShares(t *testing.T) {
 
 func TestWeightedRandomAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends([]int{1, 2, 3}, nil)})
-	only := func(i int) bool { return i == 1 }
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", only) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
-	}
+	checkPickAllocs(t, b, func(i int) bool { return i == 1 })
 }

@@ -22,13 +22,7 @@ func TestHealthRestoreStartsSlowStart(t *testing.T) {
 	cfg.Servers[0].Weight = 20
 	cfg.Servers[1].Weight = 20
 	cfg.SlowStart = "1h"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h, err := New(ctx, nil, cfg, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := h.(*Plugin)
+	p := newPlugin(t, cfg)
 	bal := func() *core.Balancer { return p.bal.Load().(*balancer).Balancer }
 	if w := bal().EffectiveWeight(0); w != 20 {
 		t.Fatalf("at start: effective weight %d, want 20 (no slow start at construction)", w)
@@ -71,19 +65,13 @@ func TestUntrackedRecovery(t *testing.T) {
 	cfg := withServers(CreateConfig(), flaky.URL, steady.URL)
 	cfg.Strategy = core.RoundRobin
 	cfg.FailTimeout = "200ms"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h, err := New(ctx, nil, cfg, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := h.(*Plugin)
+	p := newPlugin(t, cfg)
 	if p.track || !p.failures {
 		t.Fatalf("track %v failures %v: want the untracked path with failure accounting", p.track, p.failures)
 	}
 	get := func() string {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		p.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 		if rec.Code != 200 {
 			t.Fatalf("status %d", rec.Code)
 		}
@@ -123,4 +111,17 @@ func TestUntrackedRecovery(t *testing.T) {
 	if n := bal.InFlight(0) + bal.InFlight(1); n != 0 {
 		t.Fatalf("%d requests left in flight", n)
 	}
+}
+
+// newPlugin builds the middleware from cfg, or fails the test; its context
+// ends with the test.
+func newPlugin(t *testing.T, cfg *Config) *Plugin {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h, err := New(ctx, nil, cfg, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.(*Plugin)
 }

@@ -464,22 +464,30 @@ func TestPluginGoroutinesStopOnCancel(t *testing.T) {
 	}
 }
 
+// threeWithReference starts backends a, b and c and returns them, their URLs,
+// and a compiled balancer of cfg (its backends set to them, weight 1) that
+// says where each key must go.
+func threeWithReference(t *testing.T, cfg core.Config) ([]*backend, []string, *core.Balancer) {
+	t.Helper()
+	bs := []*backend{newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")}
+	var urls []string
+	for _, b := range bs {
+		urls = append(urls, b.srv.URL)
+		cfg.Backends = append(cfg.Backends, core.Backend{Address: strings.TrimPrefix(b.srv.URL, "http://"), Weight: 1})
+	}
+	ref, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs, urls, ref
+}
+
 // TestPluginClientIP checks ip_hash's key: the peer, or with trustedIPs
 // covering the peer, the rightmost untrusted X-Forwarded-For address;
 // compiled core says which server each key maps to.
 func TestPluginClientIP(t *testing.T) {
 	l := loadPlugin(t, nil)
-	bs := []*backend{newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")}
-	var urls []string
-	var backends []core.Backend
-	for _, b := range bs {
-		urls = append(urls, b.srv.URL)
-		backends = append(backends, core.Backend{Address: strings.TrimPrefix(b.srv.URL, "http://"), Weight: 1})
-	}
-	ref, err := core.New(core.Config{Strategy: core.IPHash, Backends: backends})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs, urls, ref := threeWithReference(t, core.Config{Strategy: core.IPHash})
 	trusting := plugin(t, l, "strategy: ip_hash\ntrustedIPs: 10.0.0.0/8,192.0.2.1\n"+serversYAML(urls))
 	plain := plugin(t, l, "strategy: ip_hash\n"+serversYAML(urls))
 	cases := []struct {
@@ -522,17 +530,7 @@ func TestPluginClientIP(t *testing.T) {
 // the request: requests equal in that part go where compiled core maps it.
 func TestPluginHashKeys(t *testing.T) {
 	l := loadPlugin(t, nil)
-	bs := []*backend{newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "c")}
-	var urls []string
-	var backends []core.Backend
-	for _, b := range bs {
-		urls = append(urls, b.srv.URL)
-		backends = append(backends, core.Backend{Address: strings.TrimPrefix(b.srv.URL, "http://"), Weight: 1})
-	}
-	ref, err := core.New(core.Config{Strategy: core.URLHash, Backends: backends})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs, urls, ref := threeWithReference(t, core.Config{Strategy: core.URLHash})
 	for _, hk := range []string{"uri", "path", "clientip", "header:X-User", "cookie:sid", "query:id"} {
 		h := plugin(t, l, "strategy: url_hash\nhashKey: "+hk+"\n"+serversYAML(urls))
 		for k := 0; k < 20; k++ {
