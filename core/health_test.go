@@ -73,7 +73,7 @@ func (m *nginxRR) free(i int, failed bool, now int64) {
 // weights.
 func TestPassiveHealthMatchesNginx(t *testing.T) {
 	flaky := func(rng *rand.Rand) func(step, got int) bool {
-		failRate := 1 + rng.Intn(4) // backends fail 1 in failRate+1 requests at worst
+		failRate := 1 + rng.Intn(4)                                                        // backends fail 1 in failRate+1 requests at worst
 		return func(step, got int) bool { return rng.Intn(failRate+1) == 0 && got%2 == 0 } // even backends are flaky
 	}
 	playFailureTimelines(t, LeastConn, 7, 3, flaky, nil)
