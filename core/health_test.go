@@ -72,9 +72,10 @@ func (m *nginxRR) free(i int, failed bool, now int64) {
 // compares every choice: skipping, probes, recovery of fails and of effective
 // weights.
 func TestPassiveHealthMatchesNginx(t *testing.T) {
+	// Even backends are flaky: they fail 1 in failRate+1 requests at worst.
 	flaky := func(rng *rand.Rand) func(step, got int) bool {
-		failRate := 1 + rng.Intn(4)                                                        // backends fail 1 in failRate+1 requests at worst
-		return func(step, got int) bool { return rng.Intn(failRate+1) == 0 && got%2 == 0 } // even backends are flaky
+		failRate := 1 + rng.Intn(4)
+		return func(step, got int) bool { return rng.Intn(failRate+1) == 0 && got%2 == 0 }
 	}
 	playFailureTimelines(t, LeastConn, 7, 3, flaky, nil)
 }
