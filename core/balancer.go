@@ -259,20 +259,20 @@ func PickIndex(b *Balancer, key string) int {
 		return pickLeastQuick(b, key)
 	case quickDraw:
 		return pickDrawn(b, key)
+	case quickIPHash:
+		return pickIPHashQuick(b, key)
 	case quickCRC:
 		return pickCRCQuick(b, key)
 	case quickMaglev:
 		return pickMaglevQuick(b, key)
 	case quickBounded:
 		return pickBoundedQuick(b, key)
-	case quickIPHash:
-		return pickIPHashQuick(b, key)
 	case quickTwo:
 		return pickTwoQuick(b, key)
 	case quickFair:
 		return pickFairQuick(b, key)
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 // PickNext is PickIndex for the table strategies (smooth_wrr, gcd_wrr,
@@ -287,6 +287,13 @@ func PickNext(b *Balancer, key string) int {
 	if g.quick == quickTable && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
+	return pickKey(b, key)
+}
+
+// pickKey is the full pick for key: what the quick paths fall back to. As a
+// call of its own it keeps the request's construction out of their frames,
+// which the interpreter allocates whole on every call, taken branch or not.
+func pickKey(b *Balancer, key string) int {
 	return pickFrom(b, request{key: key, b: b})
 }
 

@@ -96,7 +96,7 @@ func pickFairQuick(b *Balancer, key string) int {
 		}
 		return m.index
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }

@@ -69,7 +69,7 @@ func pickBoundedQuick(b *Balancer, key string) int {
 			}
 		}
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 // boundedShare returns the cap of a member of weight 1 for total requests in

@@ -34,6 +34,27 @@ type ipHash struct {
 	byHash []int32
 }
 
+// ipv4Hi[q] and ipv4Mid[q] are the terms of nginx's first hash of an IPv4
+// address (the hash loop over its first three octets, unrolled:
+// 89*113^3 + q0*113^2 + q1*113 + q2) for a first and a second octet q, each
+// reduced modulo 6271. With the third octet added they sum to below
+// ipHashNone, and the quick-path table repeats byHash past 6270, so that no
+// modulo is needed: two loads cost the interpreter less than the
+// conversions, products and modulo they replace.
+var ipv4Hi, ipv4Mid [256]int
+
+// ipHashNone is the last entry of ip_hash's quick-path table, past every
+// sum of ipv4Hi, ipv4Mid and an octet: -1, the entry of a key the quick path
+// does not read.
+const ipHashNone = 2*(ipHashMod-1) + 255 + 1
+
+func init() {
+	for q := 0; q < 256; q++ {
+		ipv4Hi[q] = (ipHashInit*ipHashMul*ipHashMul*ipHashMul + q*ipHashMul*ipHashMul) % ipHashMod
+		ipv4Mid[q] = q * ipHashMul % ipHashMod
+	}
+}
+
 // ipHashPow[k] is 113^k mod 6271. Feeding bytes b[0..n-1] into the running
 // hash one at a time is, modulo 6271, the same as
 //
@@ -56,52 +77,75 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 		s.byHash[h] = int32(walkFind(&ww, h%g.totalWeight))
 	}
 	if len(g.members) >= 2 {
-		g.setQuick(quickIPHash, lookIndices(g, s.byHash))
+		// The quick path's table reaches past 6270, so that the interpreter
+		// can skip the modulo (see ipv4Hi): entry h is byHash[h%6271].
+		ext := make([]int32, ipHashNone)
+		for h := range ext {
+			ext[h] = s.byHash[h%ipHashMod]
+		}
+		g.setQuick(quickIPHash, append(lookIndices(g, ext), -1))
 	}
 	return s, nil
 }
 
-// pickIPHashQuick is PickIndex's quick path for ip_hash: an IPv4 address's
-// first try, while the group is quiet and that member is not down. Anything
-// but an IPv4 address takes the full pick.
+// pickIPHashQuick is PickIndex's quick path for ip_hash: the address's
+// first try, while the group is quiet and that member is not down. Compiled,
+// it reads IPv4 addresses only (the full pick reads the rest as cheaply).
+// Under the interpreter, where a loop over the characters costs microseconds
+// and the standard library's parser one call, it reads any address
+// net.ParseIP reads: dotted IPv4 text as parseIPv4 reads it (no leading
+// zeros, no zone), given in 16 bytes as "::ffff:a.b.c.d" is, which is IPv6
+// text to nginx. Dotted IPv4 text has a '.' within its first four
+// characters; IPv6 text has one there only in the form "::d.d.d.d", which
+// starts with ':' (each check is a slot of the interpreter's frame, cheaper
+// than a call to strings.IndexByte).
 func pickIPHashQuick(b *Balancer, key string) int {
 	g := b.primary
 	if len(g.flagged) == 0 || g.failing.Load() == 0 { // isQuiet(g)
-		if h := ipv4Hash(key); h >= 0 {
-			if i := g.look[h]; i >= 0 {
-				return int(i)
+		h := ipHashNone
+		if !interpreted {
+			h = ipv4Hash(key)
+		} else if ip := net.ParseIP(key); len(ip) == net.IPv6len {
+			if len(key) >= len("0.0.0.0") && key[0] != ':' && (key[1] == '.' || key[2] == '.' || key[3] == '.') {
+				h = ipv4Hi[ip[12]] + ipv4Mid[ip[13]] + int(ip[14]) // ipv4Hash, inline
+			} else {
+				h = ipv6Hash(ip)
 			}
 		}
+		if i := g.look[h]; i >= 0 {
+			return int(i)
+		}
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
-// ipv4Hash returns nginx's first hash of key when key is an IPv4 address, and
-// -1 otherwise. Compiled, parseIPv4 reads the address and allocates nothing
-// (the standard library's parser allocates its error for a key that is not
-// an address); under the interpreter the standard library's parser is one
-// call, where a loop over the characters costs microseconds. What it reads as
-// IPv4 reads the same with parseIPv4.
+// ipv4Hash returns where nginx's first hash of key falls in ip_hash's
+// quick-path table when key is an IPv4 address (the hash before its modulo:
+// see ipv4Hi), and ipHashNone otherwise. It reads the address with
+// parseIPv4, which allocates nothing (the standard library's parser
+// allocates its error for a key that is not an address).
 func ipv4Hash(key string) int {
-	var q0, q1, q2 byte
-	if interpreted {
-		// ParseIP reads dotted IPv4 text as parseIPv4 does (no leading
-		// zeros, no zone) and gives it in 16 bytes, as it gives
-		// "::ffff:a.b.c.d", which is IPv6 text to nginx.
-		ip := net.ParseIP(key)
-		if len(ip) != net.IPv6len || strings.IndexByte(key, ':') >= 0 {
-			return -1
-		}
-		q0, q1, q2 = ip[12], ip[13], ip[14]
-	} else {
-		var q [16]byte
-		if !parseIPv4(key, &q, 0) {
-			return -1
-		}
-		q0, q1, q2 = q[0], q[1], q[2]
+	var q [16]byte
+	if !parseIPv4(key, &q, 0) {
+		return ipHashNone
 	}
-	// The hash loop over three bytes, unrolled: 89*113^3 + q0*113^2 + q1*113 + q2.
-	return (ipHashInit*ipHashMul*ipHashMul*ipHashMul + int(q0)*ipHashMul*ipHashMul + int(q1)*ipHashMul + int(q2)) % ipHashMod
+	return ipv4Hi[q[0]] + ipv4Mid[q[1]] + int(q[2])
+}
+
+// ipv6Hash is nginx's first hash of the IPv6 address ip (a function of its
+// own, so that the quick path's frame does not carry its values).
+func ipv6Hash(ip net.IP) int {
+	return (ipHashInit*ipHashPow[net.IPv6len] + ipHashSum(ip)) % ipHashMod
+}
+
+// ipHashSum is the sum the hash loop adds up over the bytes of addr:
+// addr[i] * 113^(len(addr)-1-i), each term below 255 * 6271.
+func ipHashSum(addr []byte) int {
+	sum := 0
+	for i, x := range addr {
+		sum += int(x) * ipHashPow[len(addr)-1-i]
+	}
+	return sum
 }
 
 func (s *ipHash) pick(g *group, r request) int { return pickIPHash(s, g, &r) }
@@ -115,10 +159,7 @@ func pickIPHash(s *ipHash, g *group, r *request) int {
 	}
 	var addr [16]byte
 	n := ipHashBytes(r.key, &addr)
-	sum := 0 // at most 16 * 255 * 6270: no overflow
-	for i := 0; i < n; i++ {
-		sum += int(addr[i]) * ipHashPow[n-1-i]
-	}
+	sum := ipHashSum(addr[:n]) // at most 16 * 255 * 6270: no overflow
 	mul := ipHashPow[n]
 	hash := ipHashInit
 	for try := 0; try <= hashTries; try++ {

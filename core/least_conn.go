@@ -57,7 +57,7 @@ func pickLeastQuick(b *Balancer, key string) int {
 	if b.inflight.Load() == 0 && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // PickNext, inline
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
@@ -71,8 +71,8 @@ func pickTwoQuick(b *Balancer, key string) int {
 		n := uint64(len(g.look))
 		x := b.rand()
 		i, j := g.look[(x&0xffffffff)%n], g.look[(x>>32)%n]
-		for t := 0; t < pairTries && i == j; t++ {
-			j = g.look[b.rand()%n]
+		if i == j {
+			j = redraw(b, g.look, i)
 		}
 		mi, mj := b.members[i], b.members[j]
 		if mj.state.inflight.Load()*int64(mi.weight) < mi.state.inflight.Load()*int64(mj.weight) {
@@ -80,7 +80,7 @@ func pickTwoQuick(b *Balancer, key string) int {
 		}
 		return int(i)
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 func (lc *leastConn) pick(g *group, r request) int { return pickLeastConn(lc, g, &r) }

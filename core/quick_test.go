@@ -106,11 +106,7 @@ func quickAnswer(b *Balancer, key string) bool {
 	case quickMaglev:
 		e = g.look[(maglevKey(key)>>32)*g.lookSize>>32]
 	case quickIPHash:
-		h := ipv4Hash(key)
-		if h < 0 {
-			return false
-		}
-		e = g.look[h]
+		e = g.look[ipv4Hash(key)]
 	}
 	return e >= 0
 }

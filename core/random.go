@@ -30,7 +30,7 @@ func pickDrawn(b *Balancer, key string) int {
 	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
 		return int(g.look[b.rand()%uint64(len(g.look))])
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 func (s *random) pick(g *group, r request) int { return pickRandom(s, g, &r) }

@@ -141,7 +141,7 @@ func pickCRCQuick(b *Balancer, key string) int {
 			return int(i)
 		}
 	}
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
 // interpreted is true when this package runs under an interpreter such as

@@ -147,10 +147,23 @@ func lookPair(b *Balancer, look []int32) (i, j int32) {
 	n := uint64(len(look))
 	x := b.rand()
 	i, j = look[(x&0xffffffff)%n], look[(x>>32)%n]
-	for t := 0; t < pairTries && i == j; t++ {
-		j = look[b.rand()%n]
+	if i == j {
+		j = redraw(b, look, i)
 	}
 	return i, j
+}
+
+// redraw draws a second candidate from look again, up to pairTries times,
+// while it repeats the first, i. (A function of its own: the interpreter
+// allocates a frame's every slot on every call, so rare work stays out of
+// the frames of the paths that seldom need it.)
+func redraw(b *Balancer, look []int32, i int32) int32 {
+	n := uint64(len(look))
+	j := i
+	for t := 0; t < pairTries && j == i; t++ {
+		j = look[b.rand()%n]
+	}
+	return j
 }
 
 // drawPair returns two candidates from one uniform 64-bit x, distinct unless

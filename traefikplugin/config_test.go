@@ -181,6 +181,25 @@ func TestClientIP(t *testing.T) {
 	}
 }
 
+// peer reads a remote address as net.SplitHostPort does, through its own
+// cut for the one-colon form and SplitHostPort for the rest.
+func TestPeerMatchesSplitHostPort(t *testing.T) {
+	for _, remote := range []string{
+		"192.0.2.1:80", "192.0.2.1:", "host:8080", ":80", "192.0.2.1",
+		"[2001:db8::5]:80", "[::1]:0", "[::ffff:10.0.0.9]:80", "2001:db8::5",
+		"2001:db8::5:80", "[2001:db8::5]", "[2001:db8::5]x:80", "a]:80", "a[b:80",
+		"[a:b]:c:d", "", ":", "bare-host", "1.2.3.4:5:6",
+	} {
+		want := remote
+		if host, _, err := net.SplitHostPort(remote); err == nil {
+			want = host
+		}
+		if got := peer(remote); got != want {
+			t.Errorf("peer(%q) = %q, want %q", remote, got, want)
+		}
+	}
+}
+
 func TestKey(t *testing.T) {
 	req := httptest.NewRequest("GET", "/a/b%20c?id=7&x=1", nil)
 	req.RemoteAddr = "198.51.100.3:999"

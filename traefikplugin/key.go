@@ -17,19 +17,35 @@ func requestKey(s *settings, r *http.Request) string {
 	return otherKey(s, r)
 }
 
-// otherKey is requestKey for the keys it does not read itself.
+// otherKey is requestKey for the keys it does not read itself: the client's
+// address and a header here, the rarer ones in rareKey (each value a
+// function may compute costs the interpreter on every call of it).
 func otherKey(s *settings, r *http.Request) string {
+	switch s.keyKind {
+	case keyClientIP:
+		return clientIP(s, r)
+	case keyHeader:
+		return headerKey(s, r)
+	}
+	return rareKey(s, r)
+}
+
+// headerKey is the first value of the key's header, or "".
+func headerKey(s *settings, r *http.Request) string {
+	if v := r.Header[s.keyName]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// rareKey is otherKey for the keys that are neither the client's address
+// nor a header.
+func rareKey(s *settings, r *http.Request) string {
 	switch s.keyKind {
 	case keyURI:
 		return r.URL.RequestURI()
 	case keyPath:
 		return r.URL.Path
-	case keyClientIP:
-		return clientIP(s, r)
-	case keyHeader:
-		if v := r.Header[s.keyName]; len(v) > 0 {
-			return v[0]
-		}
 	case keyCookie:
 		if c, err := r.Cookie(s.keyName); err == nil {
 			return c.Value
@@ -41,13 +57,20 @@ func otherKey(s *settings, r *http.Request) string {
 }
 
 // clientIP is the connection's peer address, unless the peer is a trusted
-// proxy: then it is the rightmost address in X-Forwarded-For that is not a
-// trusted proxy (the leftmost entries are whatever the client wrote).
+// proxy: then it is the one forwardedIP finds.
 func clientIP(s *settings, r *http.Request) string {
 	ip := peer(r.RemoteAddr)
 	if len(s.trusted) == 0 || !trusts(s, ip) {
 		return ip
 	}
+	return forwardedIP(s, r, ip)
+}
+
+// forwardedIP is the rightmost address in X-Forwarded-For that is not a
+// trusted proxy (the leftmost entries are whatever the client wrote), or
+// the last good one before a malformed entry; ip, the trusted peer, when
+// there is none.
+func forwardedIP(s *settings, r *http.Request, ip string) string {
 	xff := r.Header["X-Forwarded-For"]
 	for k := len(xff) - 1; k >= 0; k-- {
 		parts := strings.Split(xff[k], ",")
@@ -80,8 +103,15 @@ func trusts(s *settings, addr string) bool {
 	return false
 }
 
-// peer returns the host part of a "host:port" remote address.
+// peer returns the host part of a "host:port" remote address, as
+// net.SplitHostPort reads it, or the whole address when that fails. An
+// address with one colon and no bracket, as an IPv4 peer's, is cut at the
+// colon here: under the interpreter, SplitHostPort's three results cost
+// more than the calls that check the form.
 func peer(remote string) string {
+	if i := strings.IndexAny(remote, ":[]"); i > 0 && remote[i] == ':' && strings.LastIndexAny(remote, ":[]") == i {
+		return remote[:i]
+	}
 	if host, _, err := net.SplitHostPort(remote); err == nil {
 		return host
 	}

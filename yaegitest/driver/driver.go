@@ -132,17 +132,17 @@ func config(strategy, mode, opts, backends string, clk *clock, rnd *splitmix) (c
 
 // oddAddresses are ip_hash keys the parsers must agree to refuse as IPv4
 // (the interpreted and the compiled core read addresses differently).
-var oddAddresses = []string{"01.2.3.4", "1.2.3.256", "1.2.3", "1.2.3.4%eth0", "::ffff:1.2.3.4", "", "unknown", "1.2.3.4 "}
+var oddAddresses = []string{"01.2.3.4", "1.2.3.256", "1.2.3", "1.2.3.4%eth0", "::ffff:1.2.3.4", "::1.2.3.4", "", "unknown", "1.2.3.4 "}
 
 // Keys returns the scenario's i-th request key: client addresses (IPv4 and
-// IPv6, and now and then one of oddAddresses) for ip_hash, URL paths
-// otherwise.
+// IPv6, and every seventh one of oddAddresses, each of which the first 64
+// keys hold) for ip_hash, URL paths otherwise.
 func Keys(strategy string, n int) []string {
 	keys := make([]string, n)
 	for i := 0; i < n; i++ {
 		switch {
-		case strategy == core.IPHash && i%16 == 9:
-			keys[i] = oddAddresses[(i/16)%len(oddAddresses)]
+		case strategy == core.IPHash && i%7 == 5:
+			keys[i] = oddAddresses[(i/7)%len(oddAddresses)]
 		case strategy == core.IPHash && i%4 == 3:
 			keys[i] = fmt.Sprintf("2001:db8::%x:%x", i*7, i*131)
 		case strategy == core.IPHash:
