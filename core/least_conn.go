@@ -57,7 +57,9 @@ func pickLeastQuick(b *Balancer, key string) int {
 	if b.inflight.Load() == 0 && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // PickNext, inline
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
-	return pickKey(b, key)
+	// Not pickKey: with requests in flight, as under load, this is the
+	// common way, and the call would cost it more than the frame saves.
+	return pickFrom(b, request{key: key, b: b})
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
