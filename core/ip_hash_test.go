@@ -172,3 +172,31 @@ func TestIPHashSingleBackend(t *testing.T) {
 		t.Errorf("one down backend: %v, want ErrNoBackend", err)
 	}
 }
+
+// The interpreter's quick path adds ipv4Hi, ipv4Mid and the third octet and
+// reads the quick-path table there without a modulo: every such sum must
+// stay below ipHashNone and be nginx's hash modulo 6271, and the table must
+// repeat its first 6271 entries past them, with -1 at ipHashNone.
+func TestIPv4HashTerms(t *testing.T) {
+	for q0 := 0; q0 < 256; q0++ {
+		for q1 := 0; q1 < 256; q1++ {
+			for _, q2 := range []int{0, 1, 128, 255} {
+				sum := ipv4Hi[q0] + ipv4Mid[q1] + q2
+				want := (ipHashInit*ipHashMul*ipHashMul*ipHashMul + q0*ipHashMul*ipHashMul + q1*ipHashMul + q2) % ipHashMod
+				if sum >= ipHashNone || sum%ipHashMod != want {
+					t.Fatalf("%d.%d.%d: sum %d (mod %d: %d), want below %d and %d", q0, q1, q2, sum, ipHashMod, sum%ipHashMod, ipHashNone, want)
+				}
+			}
+		}
+	}
+	b := mustNew(t, Config{Strategy: IPHash, Backends: []Backend{{Address: "a:1", Weight: 3}, {Address: "b:1", Weight: 1, Down: true}, {Address: "c:1", Weight: 2}}})
+	look := b.primary.look
+	if len(look) != ipHashNone+1 || look[ipHashNone] != -1 {
+		t.Fatalf("quick-path table: %d entries, last %d; want %d, last -1", len(look), look[len(look)-1], ipHashNone+1)
+	}
+	for h := ipHashMod; h < ipHashNone; h++ {
+		if look[h] != look[h%ipHashMod] {
+			t.Fatalf("quick-path table entry %d is %d, entry %d is %d", h, look[h], h%ipHashMod, look[h%ipHashMod])
+		}
+	}
+}
