@@ -1,8 +1,10 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"math/rand"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -70,7 +72,9 @@ func FuzzHashPick(f *testing.F) {
 	})
 }
 
-// FuzzParseIP checks the allocation-free address parser against net/netip.
+// FuzzParseIP checks the allocation-free address parser against net/netip,
+// and the interpreter's reading (pickIPHashQuick: net.ParseIP, IPv4 when the
+// text has no ':') against both.
 func FuzzParseIP(f *testing.F) {
 	for _, s := range []string{"192.0.2.1", "01.2.3.4", "1.2.3", "256.1.1.1", "::", "::1", "1::", "1:2:3:4:5:6:7:8",
 		"1:2:3:4:5:6:7::", "1:2:3:4:5:6:7:8::", "::ffff:1.2.3.4", "1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:7:1.2.3.4",
@@ -97,6 +101,15 @@ func FuzzParseIP(f *testing.F) {
 			if got != 16 || addr != ip.As16() {
 				t.Fatalf("parseIP(%q) = %d %v, netip %v", s, got, addr, ip.As16())
 			}
+		}
+		parsed := net.ParseIP(s)
+		switch {
+		case (parsed != nil) != (got != 0):
+			t.Fatalf("net.ParseIP(%q) = %v, parseIP %d", s, parsed, got)
+		case got == 4 && (strings.IndexByte(s, ':') >= 0 || !bytes.Equal(parsed[12:], addr[:4])):
+			t.Fatalf("net.ParseIP(%q) = %v: not the IPv4 address %v", s, parsed, addr[:4])
+		case got == 16 && (strings.IndexByte(s, ':') < 0 || !bytes.Equal(parsed, addr[:])):
+			t.Fatalf("net.ParseIP(%q) = %v: not the IPv6 address %v", s, parsed, addr)
 		}
 	})
 }
