@@ -77,12 +77,14 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 	}
 	if len(g.members) >= 2 {
 		// The quick path's table reaches past 6270, so that the interpreter
-		// can skip the modulo (see ipv4Hi): entry h is byHash[h%6271].
-		ext := make([]int32, ipHashNone)
+		// can skip the modulo (see ipv4Hi): entry h is entry h%6271.
+		look := lookIndices(g, s.byHash)
+		ext := make([]int32, ipHashNone+1)
 		for h := range ext {
-			ext[h] = s.byHash[h%ipHashMod]
+			ext[h] = look[h%ipHashMod]
 		}
-		g.setQuick(quickIPHash, append(lookIndices(g, ext), -1))
+		ext[ipHashNone] = -1
+		g.setQuick(quickIPHash, ext)
 	}
 	return s, nil
 }

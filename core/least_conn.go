@@ -63,10 +63,9 @@ func pickLeastQuick(b *Balancer, key string) int {
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
-// steady and quiet: two draws in proportion to weight from look (the second
-// redrawn up to pairTries times while it repeats the first, as drawPair
-// does), and the one with fewer requests in flight per weight, the first on
-// a tie.
+// steady and quiet: two draws in proportion to weight from look (lookPair's,
+// inline: its two results would cost the interpreter a call's worth), and
+// the one with fewer requests in flight per weight, the first on a tie.
 func pickTwoQuick(b *Balancer, key string) int {
 	g := b.primary
 	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)

@@ -264,7 +264,7 @@ const (
 	quickCRC     // url_hash ketama and modulo: look[crc >> lookShift]
 	quickMaglev  // url_hash maglev: look is the Maglev table
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
-	quickIPHash  // ip_hash: look[nginx's first hash of an IPv4 address]
+	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
 	quickLeast   // least_conn: the canonical schedule, while nothing is in flight and gate is 1
 	quickFair    // fair (while steady, no member down): its rules over two draws into look

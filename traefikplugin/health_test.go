@@ -1,7 +1,6 @@
 package traefikplugin
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -111,17 +110,4 @@ func TestUntrackedRecovery(t *testing.T) {
 	if n := bal.InFlight(0) + bal.InFlight(1); n != 0 {
 		t.Fatalf("%d requests left in flight", n)
 	}
-}
-
-// newPlugin builds the middleware from cfg, or fails the test; its context
-// ends with the test.
-func newPlugin(t *testing.T, cfg *Config) *Plugin {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h, err := New(ctx, nil, cfg, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.(*Plugin)
 }

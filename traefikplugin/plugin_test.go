@@ -18,16 +18,10 @@ func TestProxiesReuseCopyBuffers(t *testing.T) {
 		io.WriteString(w, body)
 	}))
 	defer backend.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h, err := New(ctx, nil, withServers(CreateConfig(), backend.URL), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := h.(*Plugin)
+	p := newPlugin(t, withServers(CreateConfig(), backend.URL))
 	for i := 0; i < 3; i++ {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+		p.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
 		if rec.Code != http.StatusOK || rec.Body.Len() != len(body) {
 			t.Fatalf("request %d: status %d, %d bytes; want 200, %d bytes", i, rec.Code, rec.Body.Len(), len(body))
 		}
@@ -68,13 +62,7 @@ func TestConcurrentFailuresSettle(t *testing.T) {
 	deadURL := dead.URL
 	dead.Close() // its port now refuses connections
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h, err := New(ctx, nil, withServers(CreateConfig(), deadURL, live.URL), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := h.(*Plugin)
+	p := newPlugin(t, withServers(CreateConfig(), deadURL, live.URL))
 	const goroutines, each = 8, 50
 	codes := make(chan int, goroutines*each)
 	done := make(chan struct{})
@@ -83,7 +71,7 @@ func TestConcurrentFailuresSettle(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for i := 0; i < each; i++ {
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+				p.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
 				codes <- rec.Code
 			}
 		}()
@@ -105,4 +93,17 @@ func TestConcurrentFailuresSettle(t *testing.T) {
 	if left != 0 {
 		t.Errorf("%d errors left in the plugin's map", left)
 	}
+}
+
+// newPlugin builds the middleware from cfg, or fails the test; its context
+// ends with the test.
+func newPlugin(t *testing.T, cfg *Config) *Plugin {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h, err := New(ctx, nil, cfg, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.(*Plugin)
 }

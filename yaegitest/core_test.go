@@ -220,12 +220,14 @@ func BenchmarkPick(b *testing.B) {
 	// least_conn is also measured with a request in flight, when its pick
 	// is nginx's scan rather than the idle schedule.
 	for _, v := range append(variants(), variant{core.LeastConn, "", "busy"}) {
-		// ip_hash's keys mix IPv4 and IPv6 clients 3:1; each is also
-		// measured alone, since they take different paths.
-		keySets := []struct {
+		// ip_hash's keys mix IPv4 and IPv6 clients with now and then a key
+		// that is no address; IPv4 and IPv6 clients are also measured
+		// alone, since they take different paths.
+		type keySet struct {
 			name string
 			keys []string
-		}{{"", driver.Keys(v.strategy, 64)}}
+		}
+		keySets := []keySet{{"", driver.Keys(v.strategy, 64)}}
 		if v.strategy == core.IPHash {
 			var v4, v6 []string
 			for _, k := range driver.Keys(v.strategy, 512) {
@@ -237,13 +239,7 @@ func BenchmarkPick(b *testing.B) {
 					v4 = append(v4, k)
 				}
 			}
-			keySets = append(keySets, struct {
-				name string
-				keys []string
-			}{"_ipv4", v4[:64]}, struct {
-				name string
-				keys []string
-			}{"_ipv6", v6[:64]})
+			keySets = append(keySets, keySet{"_ipv4", v4[:64]}, keySet{"_ipv6", v6[:64]})
 		}
 		for _, ks := range keySets {
 			for _, mode := range []string{"interpreted", "compiled"} {

@@ -196,3 +196,85 @@ func BenchmarkPluginLiveHeap(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N)/1e6, "live-MB")
 }
+
+// poolsSource is added to the interpreted plugin for BenchmarkPluginBufferPool:
+// the plugin's buffer pool next to the other ways of writing one, and one
+// that does nothing, whose cost is the two calls through yaegi's wrappers
+// that the compiled reverse proxy makes.
+const poolsSource = `package traefikplugin
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"sync"
+)
+
+type syncPool struct{ p sync.Pool }
+
+func (bp *syncPool) Get() []byte {
+	if b, ok := bp.p.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 32*1024)
+}
+
+func (bp *syncPool) Put(b []byte) { bp.p.Put(&b) }
+
+type mutexPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (bp *mutexPool) Get() []byte {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	if n := len(bp.free); n > 0 {
+		b := bp.free[n-1]
+		bp.free = bp.free[:n-1]
+		return b
+	}
+	return make([]byte, 32*1024)
+}
+
+func (bp *mutexPool) Put(b []byte) {
+	bp.mu.Lock()
+	if len(bp.free) < 64 {
+		bp.free = append(bp.free, b)
+	}
+	bp.mu.Unlock()
+}
+
+type noPool struct{ b []byte }
+
+func (bp *noPool) Get() []byte   { return bp.b }
+func (bp *noPool) Put(b []byte) {}
+
+// Pools returns h's buffer pool, then the sync.Pool, mutex and do-nothing ones.
+func Pools(h http.Handler) []httputil.BufferPool {
+	return []httputil.BufferPool{h.(*Plugin).buffers, &syncPool{}, &mutexPool{}, &noPool{b: make([]byte, 32*1024)}}
+}
+`
+
+// BenchmarkPluginBufferPool measures a Get and a Put as the compiled reverse
+// proxy makes them on each response, on the plugin's interpreted buffer
+// pool (a channel) and, in the same run, on a sync.Pool, on a slice under a
+// mutex, and on a pool that does nothing.
+func BenchmarkPluginBufferPool(b *testing.B) {
+	l := loadPlugin(b, map[string]string{"zz_pools.go": poolsSource})
+	pools := eval(b, l.i, "traefikplugin.Pools").(func(http.Handler) []httputil.BufferPool)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := l.newHandler(ctx, "strategy: smooth_wrr\nservers:\n  - url: http://127.0.0.1:1\n", "pool")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, bp := range pools(h) {
+		b.Run([]string{"channel", "sync.Pool", "mutex", "nothing"}[k], func(b *testing.B) {
+			benchCPU(b, func(n int) {
+				for i := 0; i < n; i++ {
+					bp.Put(bp.Get())
+				}
+			})
+		})
+	}
+}
