@@ -8,8 +8,10 @@ import (
 )
 
 // requestKey returns what the hash strategy hashes for r. The commonest
-// keys are read here; the others in otherKey, since under the interpreter a
-// call pays for every value its function may compute.
+// key, the URI, is read here (and ServeHTTP reads it inline, as here: under
+// the interpreter the call would cost as much as the pick's dispatch); the
+// others in otherKey, since a call pays for every value its function may
+// compute.
 func requestKey(s *settings, r *http.Request) string {
 	if s.keyKind == keyURI && r.RequestURI != "" {
 		return r.RequestURI

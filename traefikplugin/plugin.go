@@ -41,8 +41,8 @@ type Plugin struct {
 	buffers *bufferPool // the proxies' copy buffers, shared
 	// What the request path reads of the settings, flat.
 	keyKind  int
-	table    bool // a table strategy: core.PickNext picks, one call shorter than PickIndex
-	retries  int
+	table    bool           // a table strategy: core.PickNext picks, one call shorter than PickIndex
+	keepBody bool           // retries are allowed: a request's body is kept for them
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
@@ -86,9 +86,6 @@ func (p *Plugin) markFailed() {
 	p.mu.Unlock()
 }
 
-// attemptKey is the context key under which a request carries its attempt.
-var attemptKey = new(int)
-
 // attempt is one proxied request: what it goes through, and what it learns
 // from its reverse proxy.
 type attempt struct {
@@ -100,9 +97,6 @@ type attempt struct {
 	start time.Time     // when the current try began (timed only)
 	err   error         // the transport error of the last try, if any
 	tried []bool        // servers already tried; made on the first retry
-	// carried: req carries the attempt in its context, where the error
-	// handler puts the error; otherwise it goes to p.errs (see proxyError).
-	carried bool
 }
 
 // untried is the availability predicate for a retry: a request never goes
@@ -129,7 +123,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		buffers:  &bufferPool{free: make(chan []byte, 64)},
 		keyKind:  s.keyKind,
 		table:    s.balancer.Strategy == core.SmoothWRR || s.balancer.Strategy == core.GCDWRR || s.balancer.Strategy == core.RoundRobin,
-		retries:  s.retries,
+		keepBody: s.retries > 0,
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
@@ -228,24 +222,24 @@ func (bp *bufferPool) Put(b []byte) {
 }
 
 // proxyError returns server i's error handler. It hands a transport error
-// to the request instead of answering, so that ServeHTTP can move on to
-// another server: to the attempt the request carries, or, for the common
-// request that carries none (a context costs it more than the rest of its
-// bookkeeping), to p.errs under the response writer, where ServeHTTP finds
-// it after the proxy returns (the handler runs on ServeHTTP's goroutine).
+// back instead of answering, so that ServeHTTP can move on to another
+// server: to p.errs under the response writer, where ServeHTTP finds it
+// after the proxy returns (the handler runs on ServeHTTP's goroutine). The
+// request carries nothing for it: under the interpreter, an attempt in the
+// request's context cost more than the rest of a tracked request's
+// bookkeeping.
 func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
-		if a, ok := r.Context().Value(attemptKey).(*attempt); ok {
-			a.err = err
-			return
-		}
 		if k := writerKey(w); k != nil {
 			p.errs.Store(k, err)
 			p.pending.Add(1)
 			return
 		}
-		// A writer with no identity: the try ends here, unretried.
-		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err})
+		// A writer with no identity: the try ends here, unretried, and the
+		// balancer hears of the failure now. (A tracked try's own end then
+		// reports a success, which clears nothing: failures are cleared
+		// only after a probe.)
+		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err, start: time.Now()})
 		badGateway(w, err)
 	}
 }
@@ -289,16 +283,18 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := p.bal.Load().(*balancer)
 	key, i := "", -1
 	if p.table {
-		i = core.PickNext(b.Balancer, key) // no key: a table strategy
+		i = core.PickNext(b.Balancer, "") // no key: a table strategy
 	} else {
-		if p.keyKind != keyNone {
-			key = requestKey(p.s, r)
+		if p.keyKind == keyURI && r.RequestURI != "" { // requestKey's common case, inline
+			key = r.RequestURI
+		} else if p.keyKind != keyNone {
+			key = otherKey(p.s, r)
 		}
 		i = core.PickIndex(b.Balancer, key)
 	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i < 0 || p.track || r.ContentLength != 0 && p.retries > 0 {
+	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
 		serve(w, r, p, b, key, i)
 		return
 	}
@@ -312,18 +308,17 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serve answers a request with no server to go to, and proxies one that has
-// a body to keep for retries, or whose tries the balancer counts. Its
-// attempt goes with it, in a copy of r. (Rare cases of ServeHTTP are
-// functions of their own: the interpreter gives every call a frame with room
-// for all of a function's values, whichever branch runs.)
+// a body to keep for retries, or whose tries the balancer counts. (Cases
+// other than ServeHTTP's common one are functions of their own: the
+// interpreter gives every call a frame with room for all of a function's
+// values, whichever branch runs.)
 func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
 	if i < 0 {
 		unavailable(w)
 		return
 	}
-	a := &attempt{p: p, b: b, key: key, i: i, carried: true}
-	a.req = r.WithContext(context.WithValue(r.Context(), attemptKey, a))
-	if a.p.retries > 0 && a.req.Body != nil && a.req.Body != http.NoBody {
+	a := &attempt{p: p, b: b, req: r, key: key, i: i}
+	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
 		serveBody(w, a)
 		return
 	}
@@ -347,11 +342,7 @@ func end(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key str
 func try(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
 	if !p.track {
-		p.proxies[a.i].ServeHTTP(w, a.req)
-		if a.err == nil {
-			a.err = failure(p, w) // a retry of a request with no attempt in its context
-		}
-		return settle(w, a)
+		return tryUntracked(w, a)
 	}
 	if p.timed {
 		a.start = time.Now()
@@ -361,7 +352,18 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	// with a panic (http.ErrAbortHandler), and the request must still end.
 	defer finish(a)
 	p.proxies[a.i].ServeHTTP(w, a.req)
+	if p.pending.Load() != 0 { // failure's first test: its call costs ten times more
+		a.err = failure(p, w) // before the deferred finish reads it
+	}
 	return a.err == nil
+}
+
+// tryUntracked is try when the balancer does not count requests in
+// flight, in a frame of its own: the tracked try is the common one.
+func tryUntracked(w http.ResponseWriter, a *attempt) bool {
+	a.p.proxies[a.i].ServeHTTP(w, a.req)
+	a.err = failure(a.p, w)
+	return settle(w, a)
 }
 
 // settle ends an untracked try and reports whether it got an answer.
@@ -373,7 +375,7 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 	if a.err == nil && (!p.failures || !p.bal.Load().(*balancer).failed || a.b.fails(a.i) == 0) {
 		return true
 	}
-	if a.err == nil && !a.carried && writerKey(w) == nil {
+	if a.err == nil && writerKey(w) == nil {
 		// The error handler could not hand this try's error back, if it
 		// had one, and then settled it itself: report nothing.
 		return true
@@ -383,9 +385,20 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 	return a.err == nil
 }
 
-// finish reports the end of a try to the balancer. A request the client
-// gave up on says nothing about the server.
+// finish reports the end of a try to the balancer: the common end, a
+// success with no latency to report, here; the others in ended (the
+// interpreter gives a call room for every value of its function).
 func finish(a *attempt) {
+	if a.err == nil && !a.p.timed {
+		core.Done(a.b.Balancer, a.i, 0, false)
+		return
+	}
+	ended(a)
+}
+
+// ended is finish for a try that failed or whose latency counts. A request
+// the client gave up on says nothing about the server.
+func ended(a *attempt) {
 	var took time.Duration
 	if a.p.timed {
 		took = time.Since(a.start)
@@ -400,6 +413,7 @@ func finish(a *attempt) {
 // serveBody proxies a request that has a body: kept in memory, up to the
 // limit, so that a retry can send it again.
 func serveBody(w http.ResponseWriter, a *attempt) {
+	a.req = a.req.WithContext(a.req.Context()) // a copy, whose Body is ours to replace
 	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
 	if err != nil {
 		try(w, a) // too large to replay, or unreadable: one try
@@ -420,7 +434,7 @@ func retry(w http.ResponseWriter, a *attempt, body []byte) {
 	req := a.req
 	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
-		if n >= a.p.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
+		if n >= a.p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
 			badGateway(w, a.err)
 			return
 		}

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lbpack/lbpack/core"
 )
 
 // TestProxiesReuseCopyBuffers checks that the reverse proxies borrow their
@@ -52,7 +55,9 @@ func TestBufferPoolBounded(t *testing.T) {
 // TestConcurrentFailuresSettle sends GETs from many goroutines while one of
 // two servers refuses connections: every request is retried on the live
 // server, and every transport error the proxies report is taken by its own
-// request, so nothing is left pending once all have ended.
+// request, so nothing is left pending once all have ended. Under least_conn,
+// which counts requests in flight, every count is back to 0 and the refusals
+// went to the balancer as failures.
 func TestConcurrentFailuresSettle(t *testing.T) {
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "live")
@@ -62,36 +67,80 @@ func TestConcurrentFailuresSettle(t *testing.T) {
 	deadURL := dead.URL
 	dead.Close() // its port now refuses connections
 
-	p := newPlugin(t, withServers(CreateConfig(), deadURL, live.URL))
-	const goroutines, each = 8, 50
-	codes := make(chan int, goroutines*each)
-	done := make(chan struct{})
-	for g := 0; g < goroutines; g++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := 0; i < each; i++ {
-				rec := httptest.NewRecorder()
-				p.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
-				codes <- rec.Code
+	for _, strategy := range []string{core.SmoothWRR, core.LeastConn} {
+		t.Run(strategy, func(t *testing.T) {
+			cfg := withServers(CreateConfig(), deadURL, live.URL)
+			cfg.Strategy = strategy
+			p := newPlugin(t, cfg)
+			const goroutines, each = 8, 50
+			codes := make(chan int, goroutines*each)
+			done := make(chan struct{})
+			for g := 0; g < goroutines; g++ {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					for i := 0; i < each; i++ {
+						rec := httptest.NewRecorder()
+						p.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+						codes <- rec.Code
+					}
+				}()
 			}
-		}()
+			for g := 0; g < goroutines; g++ {
+				<-done
+			}
+			close(codes)
+			for c := range codes {
+				if c != http.StatusOK {
+					t.Fatalf("a request answered %d; want 200 from the live server after a retry", c)
+				}
+			}
+			if n := p.pending.Load(); n != 0 {
+				t.Errorf("%d transport errors still pending after every request ended", n)
+			}
+			left := 0
+			p.errs.Range(func(k, v any) bool { left++; return true })
+			if left != 0 {
+				t.Errorf("%d errors left in the plugin's map", left)
+			}
+			b := p.bal.Load().(*balancer)
+			for i := 0; i < b.Len(); i++ {
+				if n := b.InFlight(i); n != 0 {
+					t.Errorf("server %d: %d requests in flight after every request ended", i, n)
+				}
+			}
+			if strategy == core.LeastConn && b.Fails(0) == 0 {
+				t.Errorf("the refusing server has no failures; want the refusals counted")
+			}
+		})
 	}
-	for g := 0; g < goroutines; g++ {
-		<-done
-	}
-	close(codes)
-	for c := range codes {
-		if c != http.StatusOK {
-			t.Fatalf("a request answered %d; want 200 from the live server after a retry", c)
+}
+
+// TestRetryKeepsCallersRequest checks that a request whose body is kept for
+// retries is proxied from a copy: the body the caller's request holds is
+// still its own after a retry replaced the copy's.
+func TestRetryKeepsCallersRequest(t *testing.T) {
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	}))
+	defer live.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+
+	for _, strategy := range []string{core.RoundRobin, core.LeastConn} {
+		cfg := withServers(CreateConfig(), deadURL, live.URL)
+		cfg.Strategy = strategy
+		p := newPlugin(t, cfg)
+		req := httptest.NewRequest("PUT", "http://lbpack.test/", strings.NewReader("payload"))
+		body := req.Body
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Body.String() != "payload" {
+			t.Errorf("%s: status %d, body %q; want 200, the payload from the live server", strategy, rec.Code, rec.Body)
 		}
-	}
-	if n := p.pending.Load(); n != 0 {
-		t.Errorf("%d transport errors still pending after every request ended", n)
-	}
-	left := 0
-	p.errs.Range(func(k, v any) bool { left++; return true })
-	if left != 0 {
-		t.Errorf("%d errors left in the plugin's map", left)
+		if req.Body != body {
+			t.Errorf("%s: the caller's request body was replaced", strategy)
+		}
 	}
 }
 
@@ -106,4 +155,92 @@ func newPlugin(t *testing.T, cfg *Config) *Plugin {
 		t.Fatal(err)
 	}
 	return h.(*Plugin)
+}
+
+// wrapped is a response writer shaped as yaegi's wrapper of an interpreted
+// one: a struct that is not comparable, whose first field holds the writer.
+type wrapped struct {
+	IValue any
+	Fns    []func()
+}
+
+func (x wrapped) Header() http.Header         { return x.IValue.(http.ResponseWriter).Header() }
+func (x wrapped) Write(b []byte) (int, error) { return x.IValue.(http.ResponseWriter).Write(b) }
+func (x wrapped) WriteHeader(code int)        { x.IValue.(http.ResponseWriter).WriteHeader(code) }
+
+// opaque is a response writer that is not comparable and holds nothing
+// the plugin can key a transport error by.
+type opaque struct {
+	Fns []func()
+	Rec *httptest.ResponseRecorder
+}
+
+func (x opaque) Header() http.Header         { return x.Rec.Header() }
+func (x opaque) Write(b []byte) (int, error) { return x.Rec.Write(b) }
+func (x opaque) WriteHeader(code int)        { x.Rec.WriteHeader(code) }
+
+// TestWriterIdentity checks how a transport error reaches its request when
+// the response writer is not comparable: through the writer a yaegi-style
+// wrapper holds (the request is retried), or, when there is none, by the
+// error handler itself (502, unretried). Either way the failure reaches
+// the balancer once and every request in flight ends, under strategies
+// that count them and under fair, whose latency estimate must not take the
+// failure for an endless request.
+func TestWriterIdentity(t *testing.T) {
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "live")
+	}))
+	defer live.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+
+	for _, strategy := range []string{core.RoundRobin, core.LeastConn, core.Fair} {
+		for _, writer := range []string{"wrapped", "opaque"} {
+			cfg := withServers(CreateConfig(), deadURL, live.URL)
+			cfg.Strategy = strategy
+			p := newPlugin(t, cfg)
+			var codes []int
+			for k := 0; k < 4; k++ {
+				rec := httptest.NewRecorder()
+				var w http.ResponseWriter = wrapped{IValue: rec}
+				if writer == "opaque" {
+					w = opaque{Rec: rec}
+				}
+				p.ServeHTTP(w, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+				codes = append(codes, rec.Code)
+			}
+			bad := 0
+			for _, c := range codes {
+				if c == http.StatusBadGateway {
+					bad++
+				} else if c != http.StatusOK {
+					bad = -100
+				}
+			}
+			want := 0
+			if writer == "opaque" {
+				want = 1 // the refusing server's one try; it is out after it
+			}
+			name := strategy + "/" + writer
+			if bad != want {
+				t.Errorf("%s: statuses %v; want %d 502 and the rest 200", name, codes, want)
+			}
+			b := p.bal.Load().(*balancer)
+			if b.Fails(0) != 1 {
+				t.Errorf("%s: the refusing server has %d failures, want 1", name, b.Fails(0))
+			}
+			for i := 0; i < b.Len(); i++ {
+				if n := b.InFlight(i); n != 0 {
+					t.Errorf("%s: server %d has %d requests in flight after all ended", name, i, n)
+				}
+			}
+			if n := p.pending.Load(); n != 0 {
+				t.Errorf("%s: %d transport errors left pending", name, n)
+			}
+			if lat := b.Latency(0); lat < 0 || lat > time.Second {
+				t.Errorf("%s: the refusing server's latency estimate is %v; a refusal takes milliseconds", name, lat)
+			}
+		}
+	}
 }
