@@ -59,17 +59,10 @@ func TestBufferPoolBounded(t *testing.T) {
 // which counts requests in flight, every count is back to 0 and the refusals
 // went to the balancer as failures.
 func TestConcurrentFailuresSettle(t *testing.T) {
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "live")
-	}))
-	defer live.Close()
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close() // its port now refuses connections
-
+	liveURL, deadURL := liveAndDead(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "live") })
 	for _, strategy := range []string{core.SmoothWRR, core.LeastConn} {
 		t.Run(strategy, func(t *testing.T) {
-			cfg := withServers(CreateConfig(), deadURL, live.URL)
+			cfg := withServers(CreateConfig(), deadURL, liveURL)
 			cfg.Strategy = strategy
 			p := newPlugin(t, cfg)
 			const goroutines, each = 8, 50
@@ -119,16 +112,9 @@ func TestConcurrentFailuresSettle(t *testing.T) {
 // retries is proxied from a copy: the body the caller's request holds is
 // still its own after a retry replaced the copy's.
 func TestRetryKeepsCallersRequest(t *testing.T) {
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(w, r.Body)
-	}))
-	defer live.Close()
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
-
+	liveURL, deadURL := liveAndDead(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) })
 	for _, strategy := range []string{core.RoundRobin, core.LeastConn} {
-		cfg := withServers(CreateConfig(), deadURL, live.URL)
+		cfg := withServers(CreateConfig(), deadURL, liveURL)
 		cfg.Strategy = strategy
 		p := newPlugin(t, cfg)
 		req := httptest.NewRequest("PUT", "http://lbpack.test/", strings.NewReader("payload"))
@@ -142,6 +128,17 @@ func TestRetryKeepsCallersRequest(t *testing.T) {
 			t.Errorf("%s: the caller's request body was replaced", strategy)
 		}
 	}
+}
+
+// liveAndDead starts a server that answers with h, and returns its URL and
+// the URL of a port that refuses connections (a server's, closed at once).
+// The live server stops with the test.
+func liveAndDead(t *testing.T, h http.HandlerFunc) (live, dead string) {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	return srv.URL, gone.URL
 }
 
 // newPlugin builds the middleware from cfg, or fails the test; its context
@@ -187,17 +184,10 @@ func (x opaque) WriteHeader(code int)        { x.Rec.WriteHeader(code) }
 // that count them and under fair, whose latency estimate must not take the
 // failure for an endless request.
 func TestWriterIdentity(t *testing.T) {
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "live")
-	}))
-	defer live.Close()
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
-
+	liveURL, deadURL := liveAndDead(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "live") })
 	for _, strategy := range []string{core.RoundRobin, core.LeastConn, core.Fair} {
 		for _, writer := range []string{"wrapped", "opaque"} {
-			cfg := withServers(CreateConfig(), deadURL, live.URL)
+			cfg := withServers(CreateConfig(), deadURL, liveURL)
 			cfg.Strategy = strategy
 			p := newPlugin(t, cfg)
 			var codes []int
