@@ -299,6 +299,9 @@ func TestPluginRetryNeverTwice(t *testing.T) {
 		{"GET each once", "strategy: round_robin\nmaxFails: 0\n", "GET", 502, []int64{1, 1, 1}},
 		{"GET one retry", "strategy: round_robin\nmaxFails: 0\nretries: 1\n", "GET", 502, []int64{1, 1, 0}},
 		{"GET no retry", "strategy: round_robin\nmaxFails: 0\nretries: 0\n", "GET", 502, []int64{1, 0, 0}},
+		// The same through the tracked path, which counts requests in flight.
+		{"GET each once, least_conn", "strategy: least_conn\nmaxFails: 0\n", "GET", 502, []int64{1, 1, 1}},
+		{"GET one retry, least_conn", "strategy: least_conn\nmaxFails: 0\nretries: 1\n", "GET", 502, []int64{1, 1, 0}},
 		// A POST that reached a server is not sent again.
 		{"POST sent", "strategy: round_robin\nmaxFails: 0\n", "POST", 502, []int64{1, 0, 0}},
 	}
