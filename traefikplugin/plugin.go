@@ -49,7 +49,7 @@ type Plugin struct {
 	checks   sync.WaitGroup // the health checkers running
 	mu       sync.Mutex     // serialises replacements of bal (health changes, markFailed)
 	unhealth []bool         // by server, under mu
-	// The transport errors of requests that carry no attempt, by response
+	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
 	// counts them, so that a request finds out whether its try failed with
 	// one atomic load (a pointer: under the interpreter, the address of a
@@ -225,9 +225,8 @@ func (bp *bufferPool) Put(b []byte) {
 // back instead of answering, so that ServeHTTP can move on to another
 // server: to p.errs under the response writer, where ServeHTTP finds it
 // after the proxy returns (the handler runs on ServeHTTP's goroutine). The
-// request carries nothing for it: under the interpreter, an attempt in the
-// request's context cost more than the rest of a tracked request's
-// bookkeeping.
+// request carries nothing for it: a copy of the request with its attempt in
+// the context would cost every request; this costs it one atomic load.
 func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if k := writerKey(w); k != nil {
