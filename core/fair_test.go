@@ -226,21 +226,21 @@ func TestFairEWMA(t *testing.T) {
 	s := &backendState{}
 	decay := int64(10 * time.Second)
 	est := func() float64 { return math.Float64frombits(s.ewma.Load()) }
-	s.observe(int64(10*time.Millisecond), false, 1e9, decay)
+	observe(s, int64(10*time.Millisecond), false, 1e9, decay)
 	if est() != 1e7 {
 		t.Fatalf("first sample: %v", est())
 	}
-	s.observe(int64(50*time.Millisecond), false, 2e9, decay)
+	observe(s, int64(50*time.Millisecond), false, 2e9, decay)
 	if est() != 5e7 {
 		t.Fatalf("peak: %v", est())
 	}
-	s.observe(int64(10*time.Millisecond), false, 12e9, decay) // 10s later
+	observe(s, int64(10*time.Millisecond), false, 12e9, decay) // 10s later
 	w := math.Exp(-1)
 	if want := 5e7*w + 1e7*(1-w); math.Abs(est()-want) > 1 {
 		t.Fatalf("decayed: %v, want %v", est(), want)
 	}
 	before := est()
-	s.observe(int64(time.Millisecond), true, 12e9, decay)
+	observe(s, int64(time.Millisecond), true, 12e9, decay)
 	if est() != 2*before {
 		t.Fatalf("failure: %v, want %v", est(), 2*before)
 	}

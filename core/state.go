@@ -151,19 +151,26 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	}
 	// The common case ends here, in one call: a success, for a backend
 	// without failures, under a strategy that keeps no latency estimate.
-	if failed || s.fails.Load() != 0 || m.group.decay > 0 {
-		account(b, m, int64(latency), failed)
+	// fair's common case, a success, takes one call more: the latency goes
+	// to sample, apart from account's failure work, whose frame the
+	// interpreter would allocate for every request.
+	if m.group.decay > 0 {
+		sample(b, m, int64(latency), failed)
+	}
+	if failed || s.fails.Load() != 0 {
+		account(b, m, failed)
 	}
 }
 
-// account is the rest of Done: latency, failures, recovery.
-func account(b *Balancer, m *member, latency int64, failed bool) {
+// sample feeds a request's latency into fair's estimate of m.
+func sample(b *Balancer, m *member, latency int64, failed bool) {
+	observe(m.state, latency, failed, unixNano(b.now()), m.group.decay)
+}
+
+// account is the rest of Done: failures, recovery.
+func account(b *Balancer, m *member, failed bool) {
 	s := m.state
 	var now int64
-	if m.group.decay > 0 {
-		now = unixNano(b.now())
-		s.observe(latency, failed, now, m.group.decay)
-	}
 	if b.single() {
 		if s.fails.Load() != 0 && s.fails.Swap(0) != 0 {
 			b.failing.Add(-1)
@@ -278,7 +285,10 @@ func (r *request) rampWeight(m *member, scale int64) int64 {
 // it down with weight 1-exp(-elapsed/decay), elapsed being the time since the
 // previous sample. A failure counts as twice the larger of its latency and the
 // estimate, so that a backend failing fast does not look fast.
-func (s *backendState) observe(lat int64, failed bool, now, decay int64) {
+//
+// A function, not a method: under the interpreter a method call costs
+// several function calls.
+func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured

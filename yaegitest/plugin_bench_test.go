@@ -83,6 +83,8 @@ func BenchmarkPluginServeHTTP(b *testing.B) {
 		{"round_robin", "strategy: round_robin\n"},
 		{"round_robin_maxfails_0", "strategy: round_robin\nmaxFails: 0\n"},
 		{"least_conn", "strategy: least_conn\n"},
+		{"fair", "strategy: fair\n"},
+		{"url_hash_bounded", "strategy: url_hash\nhashMode: bounded\n"},
 		{"ip_hash", "strategy: ip_hash\n"},
 		{"url_hash_uri_maglev", "strategy: url_hash\nhashMode: maglev\n"},
 		{"url_hash_header_ketama", "strategy: url_hash\nhashKey: header:X-User\n"},
