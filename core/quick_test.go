@@ -118,14 +118,18 @@ func TestQuickDrawShares(t *testing.T) {
 	bs := []Backend{{Address: "a:1", Weight: 5}, {Address: "b:1", Weight: 3}, {Address: "c:1", Weight: 2, Down: true}, {Address: "d:1", Weight: 2}}
 	for _, c := range []struct {
 		strategy string
+		two      bool
+		kind     int
 		want     []float64
 	}{
-		{Random, []float64{1.0 / 3, 1.0 / 3, 0, 1.0 / 3}},
-		{WeightedRandom, []float64{0.5, 0.3, 0, 0.2}},
+		{Random, false, quickDraw, []float64{1.0 / 3, 1.0 / 3, 0, 1.0 / 3}},
+		{WeightedRandom, false, quickDraw, []float64{0.5, 0.3, 0, 0.2}},
+		// Nothing in flight: every pair ties, and the first candidate wins.
+		{LeastConn, true, quickTwo, []float64{0.5, 0.3, 0, 0.2}},
 	} {
-		b := mustNew(t, Config{Strategy: c.strategy, Backends: bs, Rand: seededRandFunc(7)})
-		if b.primary.quick != quickDraw {
-			t.Fatalf("%s: no quick path", c.strategy)
+		b := mustNew(t, Config{Strategy: c.strategy, TwoChoices: c.two, Backends: bs, Rand: seededRandFunc(7)})
+		if b.primary.quick != c.kind {
+			t.Fatalf("%s: quick path %d, want %d", c.strategy, b.primary.quick, c.kind)
 		}
 		const n = 60000
 		counts := make([]int, len(bs))

@@ -204,14 +204,12 @@ func (g *group) setQuick(kind int, look []int32) {
 // setSchedule gives the group the table strategies' quick path over its
 // canonical schedule (member positions) and the schedule's cursor: look holds
 // the schedule's backend indices, the same slice when positions are indices.
+// (A schedule holds no member that is down.)
 func (g *group) setSchedule(table []int32, cur *cursor) {
 	look := table
 	for _, p := range table {
 		if g.members[p].index != int(p) {
-			look = make([]int32, len(table))
-			for k, q := range table {
-				look[k] = int32(g.members[q].index)
-			}
+			look = lookIndices(g, table)
 			break
 		}
 	}

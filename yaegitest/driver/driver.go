@@ -240,8 +240,10 @@ func PickerOver(strategy, mode, opts, backends string, keys []string) (func(n in
 	if err != nil {
 		return nil, err.Error()
 	}
-	if strings.Contains(opts, "busy") {
-		b.Start(0) // never done: least_conn scans on every pick
+	for _, o := range strings.Split(opts, ",") {
+		if o == "busy" {
+			b.Start(0) // never done: least_conn scans on every pick
+		}
 	}
 	return picker(b, keys), ""
 }
