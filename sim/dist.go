@@ -12,6 +12,8 @@ import (
 // request. Sample must be deterministic given the random source.
 type Dist interface {
 	Sample(r *rand.Rand) time.Duration
+	// Mean is the distribution's expected value (the oracle's estimate).
+	Mean() time.Duration
 	String() string
 }
 
@@ -123,6 +125,7 @@ func parseDur(s string) (time.Duration, error) {
 type constDist time.Duration
 
 func (d constDist) Sample(*rand.Rand) time.Duration { return time.Duration(d) }
+func (d constDist) Mean() time.Duration             { return time.Duration(d) }
 func (d constDist) String() string                  { return time.Duration(d).String() }
 
 type expDist time.Duration
@@ -130,14 +133,16 @@ type expDist time.Duration
 func (d expDist) Sample(r *rand.Rand) time.Duration {
 	return time.Duration(r.ExpFloat64() * float64(d))
 }
-func (d expDist) String() string { return "exp:" + time.Duration(d).String() }
+func (d expDist) Mean() time.Duration { return time.Duration(d) }
+func (d expDist) String() string      { return "exp:" + time.Duration(d).String() }
 
 type uniformDist struct{ lo, hi time.Duration }
 
 func (d uniformDist) Sample(r *rand.Rand) time.Duration {
 	return d.lo + time.Duration(r.Float64()*float64(d.hi-d.lo))
 }
-func (d uniformDist) String() string { return "uniform:" + d.lo.String() + "-" + d.hi.String() }
+func (d uniformDist) Mean() time.Duration { return (d.lo + d.hi) / 2 }
+func (d uniformDist) String() string      { return "uniform:" + d.lo.String() + "-" + d.hi.String() }
 
 // slowDist takes slow with probability frac and base otherwise; a nil base is
 // bound to Options.Default by Run.
@@ -157,6 +162,14 @@ func (d *slowDist) Sample(r *rand.Rand) time.Duration {
 		return defaultLatency
 	}
 	return d.base.Sample(r)
+}
+
+func (d *slowDist) Mean() time.Duration {
+	base := defaultLatency
+	if d.base != nil {
+		base = d.base.Mean()
+	}
+	return time.Duration(d.frac*float64(d.slow) + (1-d.frac)*float64(base))
 }
 
 func (d *slowDist) String() string {

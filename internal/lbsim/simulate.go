@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,22 +13,37 @@ import (
 	"github.com/lbpack/lbpack/sim"
 )
 
-// runSimulate runs the discrete-event simulation of package sim and prints
-// the latency percentiles and each backend's share.
+// runSimulate runs package sim: one strategy over backends with given
+// latencies (--strategy), or a named scenario with every policy, lbpack's
+// and the peers' models (--scenario). It prints the latency figures and
+// each backend's share, and can draw the latency CDF (--svg).
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	var latency, keysFile string
-	var concurrency int
+	var latency, keysFile, scenario, policies, svg string
+	var concurrency, workers int
 	var rate float64
-	fs := newFlagSet("simulate", "--strategy NAME --backends HOST:PORT=W[,...] --latency HOST:PORT=DIST[,...] [--concurrency C] [-n N] [--seed S]", stderr)
+	fs := newFlagSet("simulate", "--strategy NAME --backends HOST:PORT=W[,...] --latency HOST:PORT=DIST[,...] [--workers W] [--concurrency C | --rate R] [-n N] [--seed S] [--svg FILE]\n"+
+		"       lbsim simulate --scenario NAME [--policies NAME,...] [-n N] [--seed S] [--svg FILE]   (--scenario list names them)", stderr)
 	c.register(fs, true, 10000)
 	c.registerOptions(fs)
-	fs.StringVar(&latency, "latency", "", "backend latencies as `HOST:PORT=DIST[,...]`; DIST is 10ms, exp:10ms, uniform:5ms-15ms or slow:100ms@30%[:BASE]; an entry without HOST:PORT= applies to the backends not listed")
+	fs.StringVar(&latency, "latency", "", "backend service times as `HOST:PORT=DIST[,...]`; DIST is 10ms, exp:10ms, uniform:5ms-15ms or slow:100ms@30%[:BASE]; an entry without HOST:PORT= applies to the backends not listed")
+	fs.IntVar(&workers, "workers", 0, "requests each backend serves at once, the rest queueing; 0: no queue (every answer a fresh sample of its latency)")
 	fs.IntVar(&concurrency, "concurrency", 10, "concurrent clients, each sending its next request when the last one ends")
 	fs.Float64Var(&rate, "rate", 0, "open loop instead: requests per second arriving at random (Poisson)")
 	fs.StringVar(&keysFile, "keys", "", "`file` of keys for ip_hash and url_hash, one per line, used in turn (default: random client IPs)")
+	fs.StringVar(&scenario, "scenario", "", "run the named scenario `NAME` with every policy (list: print the scenarios)")
+	fs.StringVar(&policies, "policies", "", "with --scenario: only these policies, as `NAME[,NAME...]` (as the table names them)")
+	fs.StringVar(&svg, "svg", "", "write an SVG chart of the latency distributions to `FILE`")
 	if err := parseFlags(&c, fs, args); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if scenario != "" {
+		return runScenario(stdout, fs, set, c, scenario, policies, svg)
+	}
+	if policies != "" {
+		return usagef("--policies %q: only with --scenario", policies)
 	}
 	cfg, entries, err := c.strategyConfig()
 	if err != nil {
@@ -37,22 +53,24 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	concurrencySet := false
-	fs.Visit(func(f *flag.Flag) { concurrencySet = concurrencySet || f.Name == "concurrency" })
 	switch {
 	case rate < 0:
 		return usagef("--rate %v: must be positive", rate)
-	case rate > 0 && concurrencySet:
+	case rate > 0 && set["concurrency"]:
 		return usagef("--rate %v and --concurrency %d: give one, not both", rate, concurrency)
 	case rate > 0:
 		concurrency = 0
 	case concurrency < 1:
 		return usagef("--concurrency %d: must be at least 1", concurrency)
 	}
+	if workers < 0 {
+		return usagef("--workers %d: must not be negative", workers)
+	}
 	opt := sim.Options{
 		Config:      cfg,
 		Latency:     lat,
 		Default:     def,
+		Workers:     workers,
 		Concurrency: concurrency,
 		Rate:        rate,
 		Requests:    c.n,
@@ -69,7 +87,123 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return &usageError{err.Error()}
 	}
-	return writeSimulation(stdout, c, opt, res)
+	if err := writeSimulation(stdout, c, opt, res); err != nil {
+		return err
+	}
+	if svg != "" {
+		return writeSVG(svg, c.strategy, []sim.Result{res})
+	}
+	return nil
+}
+
+// scenarioFlags are the flags that make sense with --scenario: the rest
+// describe backends and load, which the scenario fixes.
+var scenarioFlags = map[string]bool{"scenario": true, "policies": true, "seed": true, "n": true, "svg": true}
+
+// runScenario runs a named scenario with every policy (or those of
+// --policies) and prints the table and fair's targets.
+func runScenario(w io.Writer, fs *flag.FlagSet, set map[string]bool, c common, name, policies, svg string) error {
+	if name == "list" {
+		for _, sc := range sim.Scenarios() {
+			fmt.Fprintf(w, "%-11s %s\n", sc.Name, sc.Title)
+		}
+		return nil
+	}
+	for f := range set {
+		if !scenarioFlags[f] {
+			return usagef("--scenario %s and --%s: the scenario sets the backends and the load; give --%s without --scenario", name, f, f)
+		}
+	}
+	sc, err := sim.FindScenario(name)
+	if err != nil {
+		return usagef("--scenario: %v", err)
+	}
+	if set["n"] {
+		sc.Requests, sc.Duration = c.n, 0
+	}
+	cs := sim.Contenders()
+	if policies != "" {
+		cs = nil
+		for _, p := range strings.Split(policies, ",") {
+			ct, ok := sim.FindContender(strings.TrimSpace(p))
+			if !ok {
+				var names []string
+				for _, k := range sim.Contenders() {
+					names = append(names, k.Name)
+				}
+				return usagef("--policies %q: no policy %q (want names from: %s)", policies, strings.TrimSpace(p), strings.Join(names, ", "))
+			}
+			cs = append(cs, ct)
+		}
+	}
+	res, err := sim.Compare(sc, cs, c.seed)
+	if err != nil {
+		return err
+	}
+	if err := writeScenario(w, sc, c.seed, res); err != nil {
+		return err
+	}
+	if svg != "" {
+		return writeSVG(svg, sc.Title, res)
+	}
+	return nil
+}
+
+// writeScenario prints a scenario's table: one row per policy with its
+// latency figures, throughput, errors and each backend's share; then one
+// line per target of fair's.
+func writeScenario(w io.Writer, sc sim.Scenario, seed uint64, res []sim.Result) error {
+	fmt.Fprintf(w, "scenario %s: %s (seed %d)\n%s\n", sc.Name, sc.Title, seed, sc.Note)
+	head := []string{"policy", "p50", "p99", "mean", "req/s", "errors"}
+	for i := range sc.Servers {
+		head = append(head, sim.Letter(i))
+	}
+	rows := [][]string{head}
+	for _, r := range res {
+		row := []string{r.Policy, ms(r.P50), ms(r.P99), ms(r.Mean), strconv.FormatFloat(r.Throughput, 'f', 0, 64), percent(errRate(r))}
+		for _, b := range r.Backends {
+			row = append(row, strconv.FormatFloat(100*b.Share, 'f', 1, 64)+"%")
+		}
+		rows = append(rows, row)
+	}
+	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	for _, t := range sim.Targets(sc, res) {
+		verdict := "met"
+		if !t.OK {
+			verdict = "MISSED"
+		}
+		if _, err := fmt.Fprintf(w, "targets: fair %s: %s (%s)\n", t.Target, verdict, t.Got); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errRate(r sim.Result) float64 {
+	if n := r.Requests + r.Errors; n > 0 {
+		return float64(r.Errors) / float64(n)
+	}
+	return 0
+}
+
+// ms shows a latency in milliseconds, one decimal.
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+}
+
+// writeSVG writes the latency CDF chart of res to file.
+func writeSVG(file, title string, res []sim.Result) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("--svg %q: %v", file, err)
+	}
+	if err := sim.WriteCDF(f, title, res); err != nil {
+		f.Close()
+		return fmt.Errorf("--svg %q: %v", file, err)
+	}
+	return f.Close()
 }
 
 // parseLatency parses --latency: "HOST:PORT=DIST" entries, and at most one
