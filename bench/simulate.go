@@ -132,7 +132,7 @@ func anchor(sc sim.Scenario) string {
 func writeScenario(w io.Writer, r SimRun) {
 	sc := r.Scenario
 	fmt.Fprintf(w, "## %s: %s\n\n%s\n\n    go run ./cmd/lbsim simulate --scenario %s --seed %d\n\n", sc.Name, sc.Title, sc.Note, sc.Name, SimSeed)
-	recovery := hasGoal(sc, sim.GoalRecovery)
+	recovery := sc.HasGoal(sim.GoalRecovery)
 	cols := []string{"policy", "p50 ms", "p99 ms", "mean ms", "req/s", "errors"}
 	if recovery {
 		cols = append(cols, sim.Letter(sc.Focus)+" at 90% after")
@@ -142,7 +142,6 @@ func writeScenario(w io.Writer, r SimRun) {
 		fmt.Fprintf(w, " %s share |", sim.Letter(i))
 	}
 	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(cols)-1+len(sc.Servers)))
-	shares := sim.WeightShares(sc)
 	for _, res := range r.Results {
 		name := res.Policy
 		if res.Kind == sim.KindLbpack {
@@ -156,7 +155,7 @@ func writeScenario(w io.Writer, r SimRun) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %.1f%% |", name, ms(res.P50), ms(res.P99), ms(res.Mean), res.Throughput, errs)
 		if recovery {
-			if d, ok := sim.Recovery(res, sc.Focus, sc.Change, 0.9*shares[sc.Focus]); ok {
+			if d, ok := sim.Recovered(sc, res); ok {
 				fmt.Fprintf(w, " %v |", d)
 			} else {
 				fmt.Fprintf(w, " never |")
@@ -176,13 +175,4 @@ func writeScenario(w io.Writer, r SimRun) {
 		fmt.Fprintf(w, "- fair, %s: %s (%s)\n", c.Target, verdict, c.Got)
 	}
 	fmt.Fprintf(w, "\n![latency CDF, %s](%s)\n\n", sc.Title, simChart(sc))
-}
-
-func hasGoal(sc sim.Scenario, g sim.Goal) bool {
-	for _, x := range sc.Goals {
-		if x == g {
-			return true
-		}
-	}
-	return false
 }

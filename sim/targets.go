@@ -70,7 +70,7 @@ func Targets(sc Scenario, res []Result) []Check {
 			if decay == 0 {
 				decay = core.DefaultDecayTime
 			}
-			d, ok := Recovery(*fair, sc.Focus, sc.Change, 0.9*shares[sc.Focus])
+			d, ok := Recovered(sc, *fair)
 			got := "never"
 			if ok {
 				got = fmt.Sprintf("%v after recovering", d)
@@ -115,6 +115,22 @@ func WeightShares(sc Scenario) []float64 {
 		out[i] = float64(w[i]) / float64(total)
 	}
 	return out
+}
+
+// Recovered is Recovery for a GoalRecovery scenario: how long after
+// sc.Change backend sc.Focus got 90% of its weighted share in one window.
+func Recovered(sc Scenario, res Result) (time.Duration, bool) {
+	return Recovery(res, sc.Focus, sc.Change, 0.9*WeightShares(sc)[sc.Focus])
+}
+
+// HasGoal reports whether sc has goal g.
+func (sc Scenario) HasGoal(g Goal) bool {
+	for _, x := range sc.Goals {
+		if x == g {
+			return true
+		}
+	}
+	return false
 }
 
 // Recovery is how long after change backend i's share of the requests sent

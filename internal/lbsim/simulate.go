@@ -37,10 +37,18 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err := parseFlags(&c, fs, args); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var set []string // the flags given, in lexical order
+	fs.Visit(func(f *flag.Flag) { set = append(set, f.Name) })
+	given := func(name string) bool {
+		for _, f := range set {
+			if f == name {
+				return true
+			}
+		}
+		return false
+	}
 	if scenario != "" {
-		return runScenario(stdout, fs, set, c, scenario, policies, svg)
+		return runScenario(stdout, set, given("n"), c, scenario, policies, svg)
 	}
 	if policies != "" {
 		return usagef("--policies %q: only with --scenario", policies)
@@ -56,7 +64,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	switch {
 	case rate < 0:
 		return usagef("--rate %v: must be positive", rate)
-	case rate > 0 && set["concurrency"]:
+	case rate > 0 && given("concurrency"):
 		return usagef("--rate %v and --concurrency %d: give one, not both", rate, concurrency)
 	case rate > 0:
 		concurrency = 0
@@ -102,24 +110,25 @@ var scenarioFlags = map[string]bool{"scenario": true, "policies": true, "seed": 
 
 // runScenario runs a named scenario with every policy (or those of
 // --policies) and prints the table and fair's targets.
-func runScenario(w io.Writer, fs *flag.FlagSet, set map[string]bool, c common, name, policies, svg string) error {
+func runScenario(w io.Writer, set []string, nSet bool, c common, name, policies, svg string) error {
 	if name == "list" {
 		for _, sc := range sim.Scenarios() {
 			fmt.Fprintf(w, "%-11s %s\n", sc.Name, sc.Title)
 		}
 		return nil
 	}
-	for f := range set {
-		if !scenarioFlags[f] {
-			return usagef("--scenario %s and --%s: the scenario sets the backends and the load; give --%s without --scenario", name, f, f)
-		}
-	}
 	sc, err := sim.FindScenario(name)
 	if err != nil {
 		return usagef("--scenario: %v", err)
 	}
-	if set["n"] {
+	for _, f := range set {
+		if !scenarioFlags[f] {
+			return usagef("--scenario %s and --%s: the scenario sets the backends and the load; give --%s without --scenario", name, f, f)
+		}
+	}
+	if nSet {
 		sc.Requests, sc.Duration = c.n, 0
+		sc.Note += fmt.Sprintf(" This run: -n %d requests.", c.n)
 	}
 	cs := sim.Contenders()
 	if policies != "" {
@@ -155,12 +164,23 @@ func runScenario(w io.Writer, fs *flag.FlagSet, set map[string]bool, c common, n
 func writeScenario(w io.Writer, sc sim.Scenario, seed uint64, res []sim.Result) error {
 	fmt.Fprintf(w, "scenario %s: %s (seed %d)\n%s\n", sc.Name, sc.Title, seed, sc.Note)
 	head := []string{"policy", "p50", "p99", "mean", "req/s", "errors"}
+	recovery := sc.HasGoal(sim.GoalRecovery)
+	if recovery {
+		head = append(head, sim.Letter(sc.Focus)+" at 90% after")
+	}
 	for i := range sc.Servers {
 		head = append(head, sim.Letter(i))
 	}
 	rows := [][]string{head}
 	for _, r := range res {
 		row := []string{r.Policy, ms(r.P50), ms(r.P99), ms(r.Mean), strconv.FormatFloat(r.Throughput, 'f', 0, 64), percent(errRate(r))}
+		if recovery {
+			cell := "never"
+			if d, ok := sim.Recovered(sc, r); ok {
+				cell = d.String()
+			}
+			row = append(row, cell)
+		}
 		for _, b := range r.Backends {
 			row = append(row, strconv.FormatFloat(100*b.Share, 'f', 1, 64)+"%")
 		}
@@ -169,7 +189,12 @@ func writeScenario(w io.Writer, sc sim.Scenario, seed uint64, res []sim.Result) 
 	if err := writeTable(w, rows); err != nil {
 		return err
 	}
-	for _, t := range sim.Targets(sc, res) {
+	checks := sim.Targets(sc, res)
+	if len(checks) == 0 {
+		_, err := fmt.Fprintln(w, "targets: none checked (they need the lbpack fair row and a peer's)")
+		return err
+	}
+	for _, t := range checks {
 		verdict := "met"
 		if !t.OK {
 			verdict = "MISSED"
