@@ -113,6 +113,7 @@ func WriteSimulation(w io.Writer, runs []SimRun, cmd string) {
 	for _, r := range runs {
 		writeScenario(w, r)
 	}
+	writeOwnRuns(w)
 }
 
 // anchor is the GitHub anchor of a scenario's section heading.
@@ -175,4 +176,20 @@ func writeScenario(w io.Writer, r SimRun) {
 		fmt.Fprintf(w, "- fair, %s: %s (%s)\n", c.Target, verdict, c.Got)
 	}
 	fmt.Fprintf(w, "\n![latency CDF, %s](%s)\n\n", sc.Title, simChart(sc))
+}
+
+// writeOwnRuns says how to simulate one's own backends with lbsim.
+func writeOwnRuns(w io.Writer) {
+	fmt.Fprintf(w, "## Your own backends\n\n")
+	fmt.Fprintf(w, "`lbsim simulate` runs one lbpack strategy over backends you describe, on the same engine:\n\n")
+	fmt.Fprintf(w, "    go run ./cmd/lbsim simulate --strategy fair --backends a:80,b:80,c:80,d:80,e:80 \\\n")
+	fmt.Fprintf(w, "        --latency exp:10ms --workers 4 --concurrency 16 -n 20000 \\\n")
+	fmt.Fprintf(w, "        --slowdown d:80=10x@0s-5s --errors e:80=100%%:1ms --svg fair.svg\n\n")
+	fmt.Fprintf(w, "- `--latency HOST:PORT=DIST,...`: service times (`10ms`, `exp:10ms`, `uniform:5ms-15ms`, `slow:100ms@30%%[:BASE]`); a bare DIST covers the backends not listed.\n")
+	fmt.Fprintf(w, "- `--workers W`: requests each backend serves at once, the rest queueing; 0 (the default) means no queue, every answer a fresh sample whatever the load.\n")
+	fmt.Fprintf(w, "- `--slowdown HOST:PORT=Fx@D1-D2` (F times slower from D1 to D2) or `Fx@every:D` (F times slower every other period D).\n")
+	fmt.Fprintf(w, "- `--errors HOST:PORT=P%%[:DIST]`: a fraction of the answers are errors, taking DIST; lbpack is told of them as failures.\n")
+	fmt.Fprintf(w, "- `--classes P%%:COST,...`: request cost classes, multiples of the service time (`95%%:1,5%%:100`).\n")
+	fmt.Fprintf(w, "- `--concurrency C` (closed loop) or `--rate R` (Poisson arrivals per second); `--balancers N` independent balancers; `-n`, `--seed`; `--svg FILE` for the CDF chart.\n")
+	fmt.Fprintf(w, "- `--scenario NAME` runs a preset above with every policy (`--scenario list` names them; `--policies` picks rows; `-n` shortens it).\n")
 }

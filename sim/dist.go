@@ -95,20 +95,29 @@ func parseSlow(s string) (Dist, error) {
 		return nil, err
 	}
 	ps, base, hasBase := strings.Cut(rest, ":")
-	if !strings.HasSuffix(ps, "%") {
-		return nil, fmt.Errorf("percentage %q: want a number followed by %%", ps)
+	p, err := parsePercent(ps)
+	if err != nil {
+		return nil, err
 	}
-	p, err := strconv.ParseFloat(strings.TrimSuffix(ps, "%"), 64)
-	if err != nil || !(p >= 0 && p <= 100) {
-		return nil, fmt.Errorf("percentage %q: want 0%% to 100%%", ps)
-	}
-	sd := &slowDist{slow: d, frac: p / 100}
+	sd := &slowDist{slow: d, frac: p}
 	if hasBase {
 		if sd.base, err = parseDist(base, false); err != nil {
 			return nil, err
 		}
 	}
 	return sd, nil
+}
+
+// parsePercent parses "P%", 0 to 100, as a fraction.
+func parsePercent(ps string) (float64, error) {
+	if !strings.HasSuffix(ps, "%") {
+		return 0, fmt.Errorf("percentage %q: want a number followed by %%", ps)
+	}
+	p, err := strconv.ParseFloat(strings.TrimSuffix(ps, "%"), 64)
+	if err != nil || !(p >= 0 && p <= 100) {
+		return 0, fmt.Errorf("percentage %q: want 0%% to 100%%", ps)
+	}
+	return p / 100, nil
 }
 
 func parseDur(s string) (time.Duration, error) {

@@ -140,7 +140,7 @@ func TestQueueExact(t *testing.T) {
 // latency figures; classes scale the service time.
 func TestServerBehaviour(t *testing.T) {
 	s := oneServer(1, constDist(10*ms))
-	s[0].Slowdown = slowUntil(time.Second, 3)
+	s[0].Slowdown = slowWindow(0, time.Second, 3)
 	var got []*recorder
 	res, err := Simulate(Scenario{Servers: s, Clients: 1, Duration: 2 * time.Second}, recording(&got, 0), 1)
 	if err != nil {

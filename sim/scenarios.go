@@ -29,10 +29,10 @@ func flap(period time.Duration, factor float64) func(time.Duration) float64 {
 	}
 }
 
-// slowUntil is a slowdown of factor until t0, none after.
-func slowUntil(t0 time.Duration, factor float64) func(time.Duration) float64 {
+// slowWindow is a slowdown of factor from from until to, none outside.
+func slowWindow(from, to time.Duration, factor float64) func(time.Duration) float64 {
 	return func(t time.Duration) float64 {
-		if t < t0 {
+		if t >= from && t < to {
 			return factor
 		}
 		return 1
@@ -77,7 +77,7 @@ func Scenarios() []Scenario {
 		Clients: 4, Requests: 20000, Goals: []Goal{GoalShareFloor}})
 
 	rec := servers(5, 4, expDist(10*ms))
-	rec[4].Slowdown = slowUntil(20*time.Second, 10)
+	rec[4].Slowdown = slowWindow(0, 20*time.Second, 10)
 	out = append(out, Scenario{Name: "recovery", Title: "A backend slow for 20 s, then fast",
 		Note: "5 backends of 4 workers, exponential service of mean 10 ms; backend e is 10x slower for the first 20 s, then as fast as the others. " +
 			"16 clients, 60 s. Target: e back to 90% of its share (18% of requests per second) within 2 x decay_time of recovering.",
@@ -101,14 +101,21 @@ func Scenarios() []Scenario {
 			"32 clients, 4 per balancer, 40,000 requests.",
 		Servers: slow(), Clients: 32, Requests: 40000, Balancers: 8})
 
-	ew := servers(3, 0, expDist(5*ms))
-	for i, w := range []int{5, 3, 2} {
-		ew[i].Backend.Weight = w
+	weighted := func() []Server {
+		s := servers(3, 0, expDist(5*ms))
+		for i, w := range []int{5, 3, 2} {
+			s[i].Backend.Weight = w
+		}
+		return s
 	}
 	out = append(out, Scenario{Name: "weights", Title: "Equal latencies, weights 5, 3, 2",
 		Note: "3 backends of weights 5, 3, 2 that never queue (their latency does not depend on load), exponential service of mean 5 ms. " +
 			"10 clients, 30,000 requests. Target: shares within 5% of 50/30/20.",
-		Servers: ew, Clients: 10, Requests: 30000, Goals: []Goal{GoalWeights}})
+		Servers: weighted(), Clients: 10, Requests: 30000, Goals: []Goal{GoalWeights}})
+	out = append(out, Scenario{Name: "weights-serial", Title: "Equal latencies, weights 5, 3, 2, one request at a time",
+		Note: "The backends of \"weights\" with one client sending one request after another, 30,000 requests. " +
+			"Target: shares within 5% of 50/30/20.",
+		Servers: weighted(), Clients: 1, Requests: 30000, Goals: []Goal{GoalWeights}})
 	return out
 }
 

@@ -16,12 +16,12 @@ import (
 // (weights has the three), and each bounded: no run sends more than
 // its Requests or goes on much past its Duration.
 func TestScenarioPresets(t *testing.T) {
-	want := "slow flapping capacity mixed-cost recovery failing open-loop fleet weights"
+	want := "slow flapping capacity mixed-cost recovery failing open-loop fleet weights weights-serial"
 	if got := strings.Join(ScenarioNames(), " "); got != want {
 		t.Fatalf("scenarios %q, want %q", got, want)
 	}
 	for _, sc := range Scenarios() {
-		if len(sc.Servers) < 5 && sc.Name != "weights" {
+		if len(sc.Servers) < 5 && !strings.HasPrefix(sc.Name, "weights") {
 			t.Errorf("%s: %d backends, want 5 or more", sc.Name, len(sc.Servers))
 		}
 		if sc.Title == "" || sc.Note == "" {

@@ -19,7 +19,8 @@ import (
 // each backend's share, and can draw the latency CDF (--svg).
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	var latency, keysFile, scenario, policies, svg string
+	var latency, keysFile, scenario, policies, svg, slowdown, errs string
+	var beh behaviour
 	var concurrency, workers int
 	var rate float64
 	fs := newFlagSet("simulate", "--strategy NAME --backends HOST:PORT=W[,...] --latency HOST:PORT=DIST[,...] [--workers W] [--concurrency C | --rate R] [-n N] [--seed S] [--svg FILE]\n"+
@@ -31,6 +32,10 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	fs.IntVar(&concurrency, "concurrency", 10, "concurrent clients, each sending its next request when the last one ends")
 	fs.Float64Var(&rate, "rate", 0, "open loop instead: requests per second arriving at random (Poisson)")
 	fs.StringVar(&keysFile, "keys", "", "`file` of keys for ip_hash and url_hash, one per line, used in turn (default: random client IPs)")
+	fs.StringVar(&slowdown, "slowdown", "", "backends that change speed, as `HOST:PORT=Fx@D1-D2[,...]` (F times slower from D1 to D2) or HOST:PORT=Fx@every:D (F times slower every other period D)")
+	fs.StringVar(&errs, "errors", "", "backends that answer with errors, as `HOST:PORT=P%[:DIST][,...]`: a fraction P of their answers, taking DIST (default: their latency)")
+	fs.StringVar(&beh.classes, "classes", "", "request cost classes, as `P%:COST[,...]` adding up to 100%: a share of the requests and their multiple of the service time (95%:1,5%:100)")
+	fs.IntVar(&beh.balancers, "balancers", 1, "independent balancers, each seeing only its own clients' requests")
 	fs.StringVar(&scenario, "scenario", "", "run the named scenario `NAME` with every policy (list: print the scenarios)")
 	fs.StringVar(&policies, "policies", "", "with --scenario: only these policies, as `NAME[,NAME...]` (as the table names them)")
 	fs.StringVar(&svg, "svg", "", "write an SVG chart of the latency distributions to `FILE`")
@@ -60,6 +65,16 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	lat, def, err := parseLatency(latency, entries)
 	if err != nil {
 		return err
+	}
+	if slowdown != "" {
+		if beh.slowdown, _, err = perBackend("slowdown", "slowdowns", slowdown, entries, false); err != nil {
+			return err
+		}
+	}
+	if errs != "" {
+		if beh.errors, _, err = perBackend("errors", "error rates", errs, entries, false); err != nil {
+			return err
+		}
 	}
 	switch {
 	case rate < 0:
@@ -91,11 +106,18 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		}
 		opt.Key = func(i int, _ *rand.Rand) string { return keys[i%len(keys)] }
 	}
-	res, err := sim.Run(opt)
+	sc, err := opt.Scenario()
 	if err != nil {
 		return &usageError{err.Error()}
 	}
-	if err := writeSimulation(stdout, c, opt, res); err != nil {
+	if err := beh.apply(&sc); err != nil {
+		return err
+	}
+	res, err := sim.Simulate(sc, sim.Lbpack(c.strategy, c.strategy), opt.Seed)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	if err := writeSimulation(stdout, c, opt, beh, res); err != nil {
 		return err
 	}
 	if svg != "" {
@@ -231,6 +253,34 @@ func writeSVG(file, title string, res []sim.Result) error {
 	return f.Close()
 }
 
+// perBackend parses a per-backend flag: "HOST:PORT=VALUE" entries, each
+// backend at most once and every one in --backends, and (if bareOK) at most
+// one bare "VALUE" for the backends not listed; what names the values.
+func perBackend(name, what, s string, entries []entry, bareOK bool) (map[string]string, string, error) {
+	vals := map[string]string{}
+	bare := ""
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		addr, v, listed := strings.Cut(item, "=")
+		switch {
+		case !listed && !bareOK:
+			return nil, "", usagef("--%s %q: %q: want HOST:PORT=VALUE", name, s, item)
+		case !listed && bare != "":
+			return nil, "", usagef("--%s %q: two %s for the backends not listed", name, s, what)
+		case !listed:
+			bare = item
+		case vals[addr] != "":
+			return nil, "", usagef("--%s %q: %q appears twice", name, s, addr)
+		default:
+			if _, err := parseLabels(name, addr, entries); err != nil {
+				return nil, "", usagef("--%s %q: %q is not in --backends", name, s, addr)
+			}
+			vals[addr] = v
+		}
+	}
+	return vals, bare, nil
+}
+
 // parseLatency parses --latency: "HOST:PORT=DIST" entries, and at most one
 // bare "DIST" for every backend not listed. Every backend must get one: a
 // latency nobody chose would make the figures meaningless.
@@ -238,46 +288,91 @@ func parseLatency(s string, entries []entry) (map[string]sim.Dist, sim.Dist, err
 	if err := required("latency", s); err != nil {
 		return nil, nil, err
 	}
-	lat := map[string]sim.Dist{}
+	vals, bare, err := perBackend("latency", "distributions", s, entries, true)
+	if err != nil {
+		return nil, nil, err
+	}
 	var def sim.Dist
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		addr, dist, perBackend := strings.Cut(item, "=")
-		if !perBackend {
-			addr, dist = "", item
-		}
-		d, err := sim.ParseDist(dist)
-		if err != nil {
+	if bare != "" {
+		if def, err = sim.ParseDist(bare); err != nil {
 			return nil, nil, usagef("--latency %q: %v", s, err)
 		}
-		switch {
-		case !perBackend && def != nil:
-			return nil, nil, usagef("--latency %q: two distributions for the backends not listed", s)
-		case !perBackend:
-			def = d
-		case lat[addr] != nil:
-			return nil, nil, usagef("--latency %q: %q appears twice", s, addr)
-		default:
-			if _, err := parseLabels("latency", addr, entries); err != nil {
-				return nil, nil, usagef("--latency %q: %q is not in --backends", s, addr)
-			}
-			lat[addr] = d
-		}
 	}
-	if def == nil {
-		for _, e := range entries {
-			if lat[e.label] == nil {
-				return nil, nil, usagef("--latency %q: no distribution for %q (add %s=DIST, or a bare DIST for every backend not listed)", s, e.label, e.label)
+	lat := map[string]sim.Dist{}
+	for _, e := range entries {
+		v, ok := vals[e.label]
+		switch {
+		case ok:
+			d, err := sim.ParseDist(v)
+			if err != nil {
+				return nil, nil, usagef("--latency %q: %v", s, err)
 			}
+			lat[e.label] = d
+		case def == nil:
+			return nil, nil, usagef("--latency %q: no distribution for %q (add %s=DIST, or a bare DIST for every backend not listed)", s, e.label, e.label)
 		}
 	}
 	return lat, def, nil
 }
 
+// behaviour is what --slowdown, --errors, --classes and --balancers add to
+// a run, kept as given for the report.
+type behaviour struct {
+	slowdown, errors map[string]string
+	classes          string
+	balancers        int
+}
+
+// apply sets b on the scenario's servers and load.
+func (b behaviour) apply(sc *sim.Scenario) error {
+	for i := range sc.Servers {
+		addr := sc.Servers[i].Backend.Address
+		if v, ok := b.slowdown[addr]; ok {
+			f, err := sim.ParseSlowdown(v)
+			if err != nil {
+				return usagef("--slowdown: %v", err)
+			}
+			sc.Servers[i].Slowdown = f
+		}
+		if v, ok := b.errors[addr]; ok {
+			p, d, err := sim.ParseErrors(v)
+			if err != nil {
+				return usagef("--errors: %v", err)
+			}
+			sc.Servers[i].FailRate, sc.Servers[i].FailTime = p, d
+		}
+	}
+	if b.classes != "" {
+		cl, err := sim.ParseClasses(b.classes)
+		if err != nil {
+			return usagef("--classes: %v", err)
+		}
+		sc.Classes = cl
+	}
+	if b.balancers < 1 {
+		return usagef("--balancers %d: must be at least 1", b.balancers)
+	}
+	sc.Balancers = b.balancers
+	return nil
+}
+
+// describe is backend addr's latency as the table shows it: its
+// distribution, then any slowdown and errors given.
+func (b behaviour) describe(addr string, d sim.Dist) string {
+	s := d.String()
+	if v, ok := b.slowdown[addr]; ok {
+		s += " slow " + v
+	}
+	if v, ok := b.errors[addr]; ok {
+		s += " errors " + v
+	}
+	return s
+}
+
 // writeSimulation prints the run's settings, the latency figures one per
 // line ("p99 12.5ms", easy to pick out in a script), and a table of the
 // backends.
-func writeSimulation(w io.Writer, c common, opt sim.Options, res sim.Result) error {
+func writeSimulation(w io.Writer, c common, opt sim.Options, beh behaviour, res sim.Result) error {
 	load := fmt.Sprintf("%d concurrent clients", opt.Concurrency)
 	if opt.Rate > 0 {
 		load = fmt.Sprintf("%v requests/s arriving at random", opt.Rate)
@@ -285,6 +380,9 @@ func writeSimulation(w io.Writer, c common, opt sim.Options, res sim.Result) err
 	fmt.Fprintf(w, "%s: %d requests, %s, seed %d, %v simulated\n", c.strategy, opt.Requests, load, opt.Seed, res.Elapsed.Round(time.Millisecond))
 	if res.Rejected > 0 {
 		fmt.Fprintf(w, "rejected %d (no backend available)\n", res.Rejected)
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(w, "errors %d (%s of the answers; the figures below are of the %d successes)\n", res.Errors, percent(errRate(res)), res.Requests)
 	}
 	rows := [][]string{
 		{"p50", round(res.P50)},
@@ -302,7 +400,7 @@ func writeSimulation(w io.Writer, c common, opt sim.Options, res sim.Result) err
 		if d == nil {
 			d = opt.Default
 		}
-		dist := d.String()
+		dist := beh.describe(b.Address, d)
 		if opt.Config.Backends[i].Down {
 			dist += " (down)"
 		}

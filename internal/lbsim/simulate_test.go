@@ -156,6 +156,15 @@ func TestSimulateBadInput(t *testing.T) {
 		{"negative rate", []string{"--latency", "5ms", "--rate", "-1"}, []string{"--rate -1"}},
 		{"non-numeric seed", []string{"--latency", "5ms", "--seed", "x"}, []string{`"x"`, "-seed"}},
 		{"negative workers", []string{"--latency", "5ms", "--workers", "-2"}, []string{"--workers -2"}},
+		{"slowdown without factor", []string{"--latency", "5ms", "--slowdown", "127.0.0.1:8081=10@0s-1s"}, []string{"--slowdown", `"10@0s-1s"`, "Fx@D1-D2"}},
+		{"slowdown empty window", []string{"--latency", "5ms", "--slowdown", "127.0.0.1:8081=10x@2s-1s"}, []string{"--slowdown", "window 2s-1s is empty"}},
+		{"slowdown unknown backend", []string{"--latency", "5ms", "--slowdown", "127.0.0.1:9=10x@every:1s"}, []string{"--slowdown", `"127.0.0.1:9" is not in --backends`}},
+		{"slowdown bare", []string{"--latency", "5ms", "--slowdown", "10x@every:1s"}, []string{"--slowdown", "want HOST:PORT=VALUE"}},
+		{"errors over 100%", []string{"--latency", "5ms", "--errors", "127.0.0.1:8082=150%"}, []string{"--errors", `"150%"`, "0% to 100%"}},
+		{"errors bad dist", []string{"--latency", "5ms", "--errors", "127.0.0.1:8082=5%:soon"}, []string{"--errors", `"5%:soon"`, "duration"}},
+		{"classes not 100%", []string{"--latency", "5ms", "--classes", "90%:1,5%:100"}, []string{"--classes", "add up to 95%"}},
+		{"classes bad cost", []string{"--latency", "5ms", "--classes", "100%:x"}, []string{"--classes", `cost "x"`}},
+		{"balancers 0", []string{"--latency", "5ms", "--balancers", "0"}, []string{"--balancers 0"}},
 		{"policies without scenario", []string{"--latency", "5ms", "--policies", "oracle"}, []string{`--policies "oracle": only with --scenario`}},
 	}
 	for _, tt := range tests {
@@ -177,7 +186,7 @@ func TestSimulateBadInput(t *testing.T) {
 // targets; --policies picks rows, -n shortens the run, --svg draws it.
 func TestSimulateScenario(t *testing.T) {
 	code, list, stderr := lbsim(t, "", "simulate", "--scenario", "list")
-	if code != 0 || !strings.HasPrefix(list, "slow        One backend 10x slower\n") || strings.Count(list, "\n") != 9 {
+	if code != 0 || !strings.HasPrefix(list, "slow        One backend 10x slower\n") || strings.Count(list, "\n") != 10 {
 		t.Fatalf("list: exit %d %s\n%s", code, stderr, list)
 	}
 	code, a, stderr := lbsim(t, "", "simulate", "--scenario", "failing", "-n", "3000")
@@ -253,5 +262,41 @@ func TestSimulateWorkers(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "\np50   20ms\n") || !strings.Contains(stdout, "1s simulated") {
 		t.Errorf("queueing:\n%s", stdout)
+	}
+}
+
+// --slowdown, --errors, --classes and --balancers: round robin over two
+// backends of constant latency, exact figures.
+func TestSimulateBehaviour(t *testing.T) {
+	code, stdout, stderr := lbsim(t, "", "simulate", "--strategy", "round_robin", "--backends", "127.0.0.1:8081,127.0.0.1:8082",
+		"--latency", "10ms", "--concurrency", "1", "-n", "1000",
+		"--slowdown", "127.0.0.1:8081=3x@0s-1s", "--errors", "127.0.0.1:8082=100%:1ms")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	// One client: a (30ms while slow, then 10ms) and b (an error in 1ms)
+	// take turns, 31ms a round; a's requests sent at 0, 31ms ... 992ms,
+	// 33 of them, take 30ms, its other 467 10ms: mean 11.32ms.
+	want := `errors 500 (50.00% of the answers; the figures below are of the 500 successes)
+p50   10ms
+p90   10ms
+p99   30ms
+mean  11.32ms
+max   30ms
+backend         weight  latency               requests  share
+127.0.0.1:8081  1       10ms slow 3x@0s-1s    500       50.00%
+127.0.0.1:8082  1       10ms errors 100%:1ms  500       50.00%
+`
+	if _, body, _ := strings.Cut(stdout, "\n"); body != want {
+		t.Errorf("got\n%s\nwant\n%s", body, want)
+	}
+
+	code, stdout, stderr = lbsim(t, "", "simulate", "--strategy", "round_robin", "--backends", "127.0.0.1:8081,127.0.0.1:8082",
+		"--latency", "1ms", "--concurrency", "1", "-n", "2000", "--classes", "90%:1,10%:50", "--balancers", "2")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "\np50   1ms\n") || !strings.Contains(stdout, "\np99   50ms\n") {
+		t.Errorf("classes:\n%s", stdout)
 	}
 }
