@@ -102,6 +102,8 @@ func TestTargets(t *testing.T) {
 		{Policy: "A", Kind: KindPeer, Requests: 100, P99: 100 * ms, Mean: 9 * ms, Throughput: 100},
 		{Policy: "B", Kind: KindPeer, Requests: 100, P99: 120 * ms, Mean: 11 * ms, Throughput: 90},
 		{Policy: "oracle", Kind: KindOracle, Requests: 100, P99: 1 * ms, Mean: 1 * ms, Throughput: 1000},
+		// Half its answers errors: not a peer to match while others qualify.
+		{Policy: "C", Kind: KindPeer, Requests: 100, Errors: 100, P99: 1 * ms, Mean: 1 * ms, Throughput: 1000},
 	}
 	got := Targets(sc, append([]Result{fair}, peers...))
 	want := []string{
@@ -123,6 +125,11 @@ func TestTargets(t *testing.T) {
 	}
 	if Targets(sc, peers) != nil {
 		t.Error("no fair row: want no checks")
+	}
+	// When every peer has errors, every peer counts.
+	got = Targets(Scenario{Servers: sc.Servers}, []Result{fair, peers[3]})
+	if len(got) != 3 || got[0].Got != "105.0 ms vs 1.0 ms (C)" || got[0].OK {
+		t.Errorf("only erring peers: %+v", got)
 	}
 	// Recovery: the first window from the change in which the share is reached.
 	if d, ok := Recovery(fair, 1, 2*time.Second, 0.1); !ok || d != time.Second {

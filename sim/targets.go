@@ -20,16 +20,25 @@ type Check struct {
 // Targets checks lbpack fair's row of res (one scenario's results) against
 // the targets: p99 and mean within 5% of the best peer's (or
 // better), throughput at least 98% of the best peer's, and the scenario's
-// own goals. It returns nil if res has no fair row or no peer row.
+// own goals. The best peer, for each figure, is the best of the peers that
+// answer at most 5% of requests with errors (MaxPeerErrors): a peer that
+// sends most requests to a failing backend has few, fast successes, and
+// with closed-loop clients its fast errors even speed them up, but it is no
+// model to match. (If no peer qualifies, every peer counts.) Targets
+// returns nil if res has no fair row or no peer row.
 func Targets(sc Scenario, res []Result) []Check {
 	var fair *Result
 	var bestP99, bestMean, bestTput *Result
+	clean := false
+	for _, r := range res {
+		clean = clean || r.Kind == KindPeer && r.Requests > 0 && ErrorRate(r) <= MaxPeerErrors
+	}
 	for k := range res {
 		r := &res[k]
 		if r.Policy == FairName {
 			fair = r
 		}
-		if r.Kind != KindPeer || r.Requests == 0 {
+		if r.Kind != KindPeer || r.Requests == 0 || clean && ErrorRate(*r) > MaxPeerErrors {
 			continue
 		}
 		if bestP99 == nil || r.P99 < bestP99.P99 {
@@ -97,6 +106,18 @@ func Targets(sc Scenario, res []Result) []Check {
 		}
 	}
 	return out
+}
+
+// MaxPeerErrors is the largest error rate of a peer that Targets compares
+// fair with.
+const MaxPeerErrors = 0.05
+
+// ErrorRate is the fraction of r's answers that were errors.
+func ErrorRate(r Result) float64 {
+	if n := r.Requests + r.Errors; n > 0 {
+		return float64(r.Errors) / float64(n)
+	}
+	return 0
 }
 
 // WeightShares is each server's weight over the total.

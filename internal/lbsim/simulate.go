@@ -195,7 +195,7 @@ func writeScenario(w io.Writer, sc sim.Scenario, seed uint64, res []sim.Result) 
 	}
 	rows := [][]string{head}
 	for _, r := range res {
-		row := []string{r.Policy, ms(r.P50), ms(r.P99), ms(r.Mean), strconv.FormatFloat(r.Throughput, 'f', 0, 64), percent(errRate(r))}
+		row := []string{r.Policy, ms(r.P50), ms(r.P99), ms(r.Mean), strconv.FormatFloat(r.Throughput, 'f', 0, 64), percent(sim.ErrorRate(r))}
 		if recovery {
 			cell := "never"
 			if d, ok := sim.Recovered(sc, r); ok {
@@ -226,13 +226,6 @@ func writeScenario(w io.Writer, sc sim.Scenario, seed uint64, res []sim.Result) 
 		}
 	}
 	return nil
-}
-
-func errRate(r sim.Result) float64 {
-	if n := r.Requests + r.Errors; n > 0 {
-		return float64(r.Errors) / float64(n)
-	}
-	return 0
 }
 
 // ms shows a latency in milliseconds, one decimal.
@@ -382,7 +375,7 @@ func writeSimulation(w io.Writer, c common, opt sim.Options, beh behaviour, res 
 		fmt.Fprintf(w, "rejected %d (no backend available)\n", res.Rejected)
 	}
 	if res.Errors > 0 {
-		fmt.Fprintf(w, "errors %d (%s of the answers; the figures below are of the %d successes)\n", res.Errors, percent(errRate(res)), res.Requests)
+		fmt.Fprintf(w, "errors %d (%s of the answers; the figures below are of the %d successes)\n", res.Errors, percent(sim.ErrorRate(res)), res.Requests)
 	}
 	rows := [][]string{
 		{"p50", round(res.P50)},
