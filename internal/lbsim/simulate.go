@@ -36,7 +36,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	fs.StringVar(&errs, "errors", "", "backends that answer with errors, as `HOST:PORT=P%[:DIST][,...]`: a fraction P of their answers, taking DIST (default: their latency)")
 	fs.StringVar(&beh.classes, "classes", "", "request cost classes, as `P%:COST[,...]` adding up to 100%: a share of the requests and their multiple of the service time (95%:1,5%:100)")
 	fs.IntVar(&beh.balancers, "balancers", 1, "independent balancers, each seeing only its own clients' requests")
-	fs.StringVar(&scenario, "scenario", "", "run the named scenario `NAME` with every policy (list: print the scenarios)")
+	fs.StringVar(&scenario, "scenario", "", "run the named scenario `NAME` with every policy (list: print the scenarios; all: run every one)")
 	fs.StringVar(&policies, "policies", "", "with --scenario: only these policies, as `NAME[,NAME...]` (as the table names them)")
 	fs.StringVar(&svg, "svg", "", "write an SVG chart of the latency distributions to `FILE`")
 	if err := parseFlags(&c, fs, args); err != nil {
@@ -135,49 +135,73 @@ var scenarioFlags = map[string]bool{"scenario": true, "policies": true, "seed": 
 func runScenario(w io.Writer, set []string, nSet bool, c common, name, policies, svg string) error {
 	if name == "list" {
 		for _, sc := range sim.Scenarios() {
-			fmt.Fprintf(w, "%-11s %s\n", sc.Name, sc.Title)
+			fmt.Fprintf(w, "%-14s %s\n", sc.Name, sc.Title)
 		}
 		return nil
 	}
-	sc, err := sim.FindScenario(name)
-	if err != nil {
-		return usagef("--scenario: %v", err)
+	var scs []sim.Scenario
+	if name == "all" {
+		if svg != "" {
+			return usagef("--scenario all and --svg %q: one chart is of one scenario; name it", svg)
+		}
+		scs = sim.Scenarios()
+	} else {
+		sc, err := sim.FindScenario(name)
+		if err != nil {
+			return usagef("--scenario: %v", err)
+		}
+		scs = []sim.Scenario{sc}
 	}
 	for _, f := range set {
 		if !scenarioFlags[f] {
 			return usagef("--scenario %s and --%s: the scenario sets the backends and the load; give --%s without --scenario", name, f, f)
 		}
 	}
-	if nSet {
-		sc.Requests, sc.Duration = c.n, 0
-		sc.Note += fmt.Sprintf(" This run: -n %d requests.", c.n)
-	}
-	cs := sim.Contenders()
-	if policies != "" {
-		cs = nil
-		for _, p := range strings.Split(policies, ",") {
-			ct, ok := sim.FindContender(strings.TrimSpace(p))
-			if !ok {
-				var names []string
-				for _, k := range sim.Contenders() {
-					names = append(names, k.Name)
-				}
-				return usagef("--policies %q: no policy %q (want names from: %s)", policies, strings.TrimSpace(p), strings.Join(names, ", "))
-			}
-			cs = append(cs, ct)
-		}
-	}
-	res, err := sim.Compare(sc, cs, c.seed)
+	cs, err := contenders(policies)
 	if err != nil {
 		return err
 	}
-	if err := writeScenario(w, sc, c.seed, res); err != nil {
-		return err
-	}
-	if svg != "" {
-		return writeSVG(svg, sc.Title, res)
+	for k, sc := range scs {
+		if nSet {
+			sc.Requests, sc.Duration = c.n, 0
+			sc.Note += fmt.Sprintf(" This run: -n %d requests.", c.n)
+		}
+		res, err := sim.Compare(sc, cs, c.seed)
+		if err != nil {
+			return err
+		}
+		if k > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := writeScenario(w, sc, c.seed, res); err != nil {
+			return err
+		}
+		if svg != "" {
+			return writeSVG(svg, sc.Title, res)
+		}
 	}
 	return nil
+}
+
+// contenders returns the policies --policies names, in its order, or every
+// one if it is empty.
+func contenders(policies string) ([]sim.Contender, error) {
+	if policies == "" {
+		return sim.Contenders(), nil
+	}
+	var cs []sim.Contender
+	for _, p := range strings.Split(policies, ",") {
+		ct, ok := sim.FindContender(strings.TrimSpace(p))
+		if !ok {
+			var names []string
+			for _, k := range sim.Contenders() {
+				names = append(names, k.Name)
+			}
+			return nil, usagef("--policies %q: no policy %q (want names from: %s)", policies, strings.TrimSpace(p), strings.Join(names, ", "))
+		}
+		cs = append(cs, ct)
+	}
+	return cs, nil
 }
 
 // writeScenario prints a scenario's table: one row per policy with its

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lbpack/lbpack/sim"
 )
 
 const fiveBackends = "127.0.0.1:8081,127.0.0.1:8082,127.0.0.1:8083,127.0.0.1:8084,127.0.0.1:8085"
@@ -186,7 +188,7 @@ func TestSimulateBadInput(t *testing.T) {
 // targets; --policies picks rows, -n shortens the run, --svg draws it.
 func TestSimulateScenario(t *testing.T) {
 	code, list, stderr := lbsim(t, "", "simulate", "--scenario", "list")
-	if code != 0 || !strings.HasPrefix(list, "slow        One backend 10x slower\n") || strings.Count(list, "\n") != 10 {
+	if code != 0 || !strings.HasPrefix(list, "slow           One backend 10x slower\n") || strings.Count(list, "\n") != len(sim.Scenarios()) {
 		t.Fatalf("list: exit %d %s\n%s", code, stderr, list)
 	}
 	code, a, stderr := lbsim(t, "", "simulate", "--scenario", "failing", "-n", "3000")
@@ -221,6 +223,12 @@ func TestSimulateScenario(t *testing.T) {
 		}
 	}
 
+	// all: every scenario's table and targets, one after another.
+	code, all, stderr := lbsim(t, "", "simulate", "--scenario", "all", "-n", "1000", "--policies", "lbpack fair,HAProxy leastconn")
+	if code != 0 || strings.Count(all, "\nscenario ") != len(sim.Scenarios())-1 || strings.Count(all, "targets: fair p99 <= 1.05 x best peer: ") != len(sim.Scenarios()) {
+		t.Errorf("all: exit %d %s\n%s", code, stderr, all)
+	}
+
 	svg := filepath.Join(t.TempDir(), "cdf.svg")
 	code, out, stderr := lbsim(t, "", "simulate", "--scenario", "slow", "-n", "2000", "--policies", "lbpack fair, oracle", "--svg", svg)
 	if code != 0 {
@@ -243,6 +251,7 @@ func TestSimulateScenario(t *testing.T) {
 		{[]string{"--scenario", "slow", "--backends", "127.0.0.1:8081"}, "--scenario slow and --backends: the scenario sets the backends"},
 		{[]string{"--scenario", "slow", "--workers", "2"}, "--scenario slow and --workers"},
 		{[]string{"--scenario", "slow", "--policies", "fair"}, `--policies "fair": no policy "fair"`},
+		{[]string{"--scenario", "all", "--svg", "x.svg"}, `--scenario all and --svg "x.svg"`},
 	}
 	for _, c := range bad {
 		code, stdout, stderr := lbsim(t, "", append([]string{"simulate"}, c.args...)...)
