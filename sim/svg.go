@@ -24,7 +24,7 @@ const (
 // svgColors are distinct colours, cycled with dash patterns so that up to
 // 3 x len(svgColors) series stay apart.
 var svgColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-	"#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#000000", "#393b79", "#ad494a"}
+	"#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#000000", "#393b79", "#006d2c"}
 
 var svgDashes = []string{"", "6,3", "2,2"}
 
