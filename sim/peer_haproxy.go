@@ -8,8 +8,11 @@ import "time"
 // it has nothing in flight, and is re-queued at the end of its key's list
 // whenever it takes or drops a request; the pick is the first server of the
 // smallest key. So idle servers go first, then the fewest in flight per
-// weight, and among equals the one that has waited longest. HAProxy does
-// not look at status codes unless "observe layer7" is set.
+// weight, and among equals the one that has waited longest: the order of
+// HAProxy up to 3.1 (Debian's is 2.6), whose tree keeps equal keys in
+// insertion order; 3.2 spreads the servers of one key over several lists
+// and starts at a random one, which breaks such ties at random. HAProxy
+// does not look at status codes unless "observe layer7" is set.
 type haproxyLeastConn struct {
 	eweight  []int
 	inflight []int
