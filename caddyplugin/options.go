@@ -18,6 +18,12 @@ import (
 // weighted_round_robin) or by dial address (which also works for dynamic
 // upstreams, whose order and pointers change from request to request).
 type Options struct {
+	// Name is the policy's identity in GET /lbpack/state and in the
+	// metrics' policy label: letters, digits and _ . - / : only, unique in
+	// the config. Default: the policy's module name and a hash of its
+	// configuration and upstreams (see identify).
+	Name string `json:"name,omitempty"`
+
 	// Weights are positional: Weights[i] is the weight of the i-th upstream
 	// in the order the reverse proxy lists them. When set, there must be one
 	// weight per upstream. Positional weights need static upstreams; use
@@ -57,6 +63,7 @@ type optionParser func(d *caddyfile.Dispenser, name string) (bool, error)
 // unmarshal reads the shared part of a policy's Caddyfile tokens:
 //
 //	lb_policy <name> [<weight>...] {
+//		name       <name>
 //		weight     <address> <weight>
 //		backup     <address>...
 //		down       <address>...
@@ -75,6 +82,17 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 	}
 	for d.NextBlock(0) {
 		switch name := d.Val(); name {
+		case "name":
+			if !d.NextArg() {
+				return d.Errf("lb_policy %s: name: missing the name", policy)
+			}
+			if err := checkName(d.Val()); err != nil {
+				return d.Errf("lb_policy %s: %v", policy, err)
+			}
+			o.Name = d.Val()
+			if err := noMoreArgs(d, name); err != nil {
+				return err
+			}
 		case "weight":
 			addr, err := addressArg(d, name)
 			if err != nil {
@@ -154,6 +172,9 @@ func (o *Options) upstream(addr string) UpstreamOptions {
 
 // validate checks the options on their own, without the upstreams.
 func (o *Options) validate() error {
+	if err := checkName(o.Name); o.Name != "" && err != nil {
+		return err
+	}
 	for i, w := range o.Weights {
 		if w < 1 {
 			return fmt.Errorf("weights[%d] %d: must be at least 1 (mark an upstream down instead)", i, w)

@@ -50,7 +50,8 @@ func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.Re
 // module types hold one each and differ only in their core.Config and key.
 type policy struct {
 	name string // module name, e.g. "smooth_wrr"
-	id   string // name#N, unique in the process: admin endpoint, metrics
+	id   string // the policy's identity in the admin endpoint and metrics (see identify)
+	desc policyDesc
 	opts *Options
 	cfg  core.Config // strategy and its options; Backends filled per pool
 
@@ -103,8 +104,9 @@ type snapshot struct {
 // upstreamStats are the counters of one dial address, kept across pool
 // changes for the admin endpoint and the metrics.
 type upstreamStats struct {
-	picks   atomic.Int64
-	latency atomic.Int64 // EWMA of attempt durations, ns; 0 before the first
+	picks    atomic.Int64
+	failures atomic.Int64 // attempts that failed (policies that track attempts)
+	latency  atomic.Int64 // EWMA of attempt durations, ns; 0 before the first
 }
 
 // observe folds one attempt's duration into the latency estimate
@@ -142,17 +144,16 @@ func (s *snapshot) availableAt(i int) bool {
 // seen unhealthy: it leaves those out and asks Caddy nothing.
 func (s *snapshot) seenHealthy(i int) bool { return !s.entry.health.down[i].Load() }
 
-// policySeq numbers policies for their ids.
+// policySeq numbers policy instances for their request variables.
 var policySeq atomic.Int64
 
 // setup prepares p for a policy module; it runs from Provision.
 func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.Config) error {
 	p.name = name
-	p.id = name + "#" + strconv.FormatInt(policySeq.Add(1), 10)
 	p.opts = opts
 	p.cfg = cfg
 	p.logger = ctx.Logger()
-	p.attemptVar = "lbpack.attempt." + p.id
+	p.attemptVar = "lbpack.attempt." + strconv.FormatInt(policySeq.Add(1), 10)
 	if p.available == nil {
 		p.available = (*reverseproxy.Upstream).Available
 	}
@@ -167,24 +168,32 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	if err := p.checkAgainstHandler(ctx); err != nil {
+	h := handlerOf(ctx)
+	// Registered before the first balancer is built, so that the counters
+	// of the same policy in the config being replaced carry over.
+	if err := register(p, ctx, h); err != nil {
 		return err
 	}
-	register(p, ctx)
-	return nil
+	return p.checkAgainstHandler(h)
 }
 
-// checkAgainstHandler finds the reverse proxy this policy belongs to and
-// checks the options against its upstreams, so that a bad weight count or an
-// unknown address fails the config load rather than a request. With static
-// upstreams it also builds the balancer now. Without a visible handler (the
-// policy used as another policy's fallback) it checks the options alone.
-func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
+// handlerOf returns the reverse proxy being provisioned, nil when the
+// policy is not directly inside one (another policy's fallback).
+func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 	var h *reverseproxy.Handler
 	mods := ctx.Modules()
 	for i := len(mods) - 1; i >= 0 && h == nil; i-- {
 		h, _ = mods[i].(*reverseproxy.Handler)
 	}
+	return h
+}
+
+// checkAgainstHandler checks the options against the upstreams of h, the
+// reverse proxy this policy belongs to, so that a bad weight count or an
+// unknown address fails the config load rather than a request. With static
+// upstreams it also builds the balancer now. Without a handler (nil: the
+// policy used as another policy's fallback) it checks the options alone.
+func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
 	switch {
 	case h != nil && h.DynamicUpstreamsRaw != nil:
 		if len(p.opts.Weights) > 0 {

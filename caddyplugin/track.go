@@ -68,7 +68,9 @@ func (a *attempt) finish(failed bool) {
 	}
 	d := time.Since(a.start)
 	a.e.bal.Done(a.i, d, failed)
-	if !failed {
+	if failed {
+		a.e.stats[a.i].failures.Add(1)
+	} else {
 		a.e.stats[a.i].observe(d)
 	}
 }
