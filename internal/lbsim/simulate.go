@@ -37,6 +37,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	lat = byAddress(lat, &c, cfg)
 	concurrencySet := false
 	fs.Visit(func(f *flag.Flag) { concurrencySet = concurrencySet || f.Name == "concurrency" })
 	switch {
@@ -147,7 +148,7 @@ func writeSimulation(w io.Writer, c common, opt sim.Options, res sim.Result) err
 		if opt.Config.Backends[i].Down {
 			dist += " (down)"
 		}
-		rows = append(rows, []string{b.Address, strconv.Itoa(opt.Config.Backends[i].Weight), dist, strconv.Itoa(b.Requests), percent(b.Share)})
+		rows = append(rows, []string{c.names[i], strconv.Itoa(opt.Config.Backends[i].Weight), dist, strconv.Itoa(b.Requests), percent(b.Share)})
 	}
 	return writeTable(w, rows)
 }
