@@ -17,7 +17,8 @@
 // chosen upstream only, and reads the health of all of them at most every
 // 250ms, so that it stays O(1) where the strategy is; an upstream that comes
 // back healthy starts its slow start. The choices are nginx's exactly while
-// health is stable (see seen for what happens when it changes). Per-upstream
+// health is stable; a change is seen at the next read, or at once when it is
+// the chosen upstream's. Per-upstream
 // state is keyed by the dial address, so it survives dynamic upstreams (fresh
 // *Upstream values on every request) and retries.
 //
@@ -26,8 +27,10 @@
 // hash it.
 //
 // The package also registers the admin endpoint GET /lbpack/state
-// (admin.api.lbpack), a caddy_lbpack_picks_total counter per upstream in
-// Caddy's metrics, and the command `caddy lbpack trace`.
+// (admin.api.lbpack), per-upstream series in Caddy's metrics
+// (caddy_lbpack_picks_total and others), and the command `caddy lbpack`.
 //
-// Build Caddy with it: xcaddy build --with github.com/lbpack/lbpack/caddyplugin.
+// docs/caddy.md in the repository is the reference: every policy and option
+// with its default and an example, the JSON fields, the state and the
+// metrics. Build Caddy with the package from a checkout: ./xcaddy.sh build.
 package caddyplugin

@@ -18,8 +18,8 @@ func init() {
 // its weight, its requests in flight and a decaying average of how long its
 // attempts took, so that traffic moves away from a slow upstream and comes
 // back when it recovers. It needs no other configuration: Select itself
-// records when each attempt starts and ends (see attempt for exactly what is
-// measured).
+// times each attempt, from the pick to the end of the request, or to Caddy's
+// next try when it retries.
 //
 // Caddyfile:
 //

@@ -15,8 +15,9 @@ func init() {
 // WeightedLeastConn is nginx's least_conn: the upstream with the fewest
 // requests in flight relative to its weight, ties shared out by smooth
 // weighted round robin. Caddy's own least_conn ignores weights and breaks
-// ties at random. In-flight counts are this policy's own (Select starts an
-// attempt, its end finishes it; see attempt), so retries count correctly.
+// ties at random. In-flight counts are this policy's own (an attempt runs
+// from Select to the end of the request, or to Caddy's next try when it
+// retries), so retries count correctly.
 //
 // Caddyfile:
 //

@@ -20,8 +20,9 @@ import (
 type Options struct {
 	// Name is the policy's identity in GET /lbpack/state and in the
 	// metrics' policy label: letters, digits and _ . - / : only, unique in
-	// the config. Default: the policy's module name and a hash of its
-	// configuration and upstreams (see identify).
+	// the config. Default: the policy's module name and 8 hex digits of a
+	// hash of its configuration and upstreams, the same on every load of the
+	// same configuration.
 	Name string `json:"name,omitempty"`
 
 	// Weights are positional: Weights[i] is the weight of the i-th upstream
