@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -156,8 +157,8 @@ func shown(strategy string) string {
 	return strategy
 }
 
-// strategyList lists the strategies by the running host's names, each
-// other name in parentheses.
+// strategyList lists the strategies by the running host's names, sorted,
+// each other name in parentheses.
 func strategyList() string {
 	var out []string
 	for _, s := range core.Strategies() {
@@ -171,6 +172,7 @@ func strategyList() string {
 		}
 		out = append(out, name)
 	}
+	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
 

@@ -120,7 +120,7 @@ func TestHostNames(t *testing.T) {
 		{Caddy, []string{"pik"}, 2, 2, []string{`caddy lbpack: unknown command "pik"`}},
 		{Caddy, []string{"pick", "--strategy", "smooth_wrr"}, 2, 2, []string{"caddy lbpack pick: --backends is required"}},
 		{Caddy, []string{"pick", "-h"}, 0, 2, []string{"usage: caddy lbpack pick --strategy NAME", "weighted_least_conn (or least_conn)", "nginx_ip_hash (or ip_hash)"}},
-		{Caddy, []string{"pick", "--strategy", "nope", "--backends", "a"}, 2, 2, []string{`caddy lbpack pick: --strategy "nope": unknown (want one of fair, gcd_wrr, nginx_ip_hash (or ip_hash), weighted_least_conn (or least_conn),`}},
+		{Caddy, []string{"pick", "--strategy", "nope", "--backends", "a"}, 2, 2, []string{`caddy lbpack pick: --strategy "nope": unknown (want one of fair, gcd_wrr, nginx_ip_hash (or ip_hash), random, round_robin, smooth_wrr, url_hash, weighted_least_conn (or least_conn), weighted_random)`}},
 		{Caddy, []string{"trace", "--strategy", "nginx_ip_hash", "--backends", "a"}, 2, 2, []string{`caddy lbpack trace: --strategy "nginx_ip_hash": trace shows smooth_wrr or gcd_wrr`}},
 		{Lbsim, []string{"pick", "-h"}, 0, 2, []string{"usage: lbsim pick --strategy NAME", "least_conn (or weighted_least_conn)", "ip_hash (or nginx_ip_hash)"}},
 		{Lbsim, []string{"pick", "--strategy", "smooth_wrr"}, 2, 2, []string{"lbsim pick: --backends is required"}},
