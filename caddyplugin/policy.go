@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
@@ -66,8 +67,12 @@ type policy struct {
 	available func(*reverseproxy.Upstream) bool
 	healthy   func(*reverseproxy.Upstream) bool
 	clock     func() int64
-	// attemptVar names the request variable holding this policy's attempt.
+	// attemptVar names the request variable holding what this policy
+	// remembers of the request (see attempt).
 	attemptVar string
+	// rounds lets a request that has tried every upstream start over: set
+	// when the reverse proxy has lb_try_duration.
+	rounds bool
 
 	logger *zap.Logger
 
@@ -185,6 +190,7 @@ func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
 	for i := len(mods) - 1; i >= 0 && h == nil; i-- {
 		h, _ = mods[i].(*reverseproxy.Handler)
 	}
+	p.rounds = h != nil && h.LoadBalancing != nil && h.LoadBalancing.TryDuration > 0
 	switch {
 	case h != nil && h.DynamicUpstreamsRaw != nil:
 		if len(p.opts.Weights) > 0 {
@@ -239,8 +245,11 @@ func (p *policy) cleanup() error {
 // pick is the shared Select: it returns the chosen upstream, or nil (Caddy
 // answers 503 or retries) when none is available or the pool cannot be
 // balanced. It never returns an upstream that Caddy says is unavailable at
-// the moment of the pick. See seen for how it avoids asking Caddy about
-// every upstream.
+// the moment of the pick, and a retry of a request never gets an upstream
+// the request has tried (see attempt): it gets the one nginx would pass the
+// request to, or nil once every upstream has been tried. (With
+// lb_try_duration, whose point is to wait for an upstream to come back, a
+// request that has tried them all starts a new round instead.)
 func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
@@ -253,30 +262,70 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	if e.err != nil {
 		return nil
 	}
-	if p.track {
-		p.endPrevious(r)
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	var tried []string
+	if prev := vars[p.attemptVar]; prev != nil {
+		tried = retrying(prev)
 	}
 	var key string
 	if p.key != nil {
 		key = p.key(r)
 	}
-	i := p.choose(s, key)
+	i := p.choose(s, key, untried(e, tried))
+	if i < 0 && tried != nil && p.rounds {
+		tried = nil
+		i = p.choose(s, key, nil)
+	}
 	if i < 0 {
 		return nil
 	}
-	if p.track {
-		p.startAttempt(e, i, r)
-	}
-	return s.ups[i]
+	u := s.ups[i]
+	p.remember(vars, r, e, i, u, tried)
+	return u
 }
 
-// choose returns the backend index of the pick, or -1 when none is
-// available, and counts the pick. See seen for what it asks Caddy when.
-func (p *policy) choose(s *snapshot, key string) int {
+// untried returns the predicate that leaves out the backends of e that the
+// request has tried, or nil when none of them is in e.
+func untried(e *poolEntry, tried []string) func(int) bool {
+	var out []int
+	for _, d := range tried {
+		if i := e.bal.Index(d); i >= 0 {
+			out = append(out, i)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return func(i int) bool {
+		for _, j := range out {
+			if i == j {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// both returns the predicate true where f and g are (nil: everywhere).
+func both(f, g func(int) bool) func(int) bool {
+	switch {
+	case f == nil:
+		return g
+	case g == nil:
+		return f
+	}
+	return func(i int) bool { return f(i) && g(i) }
+}
+
+// choose returns the backend index of the pick among those allow accepts
+// (nil: all), or -1 when none is available, and counts the pick. See seen
+// for what it asks Caddy when.
+func (p *policy) choose(s *snapshot, key string, allow func(int) bool) int {
 	e := s.entry
 	h := &e.health
-	// The pick leaves out the upstreams seen unhealthy. With none, it has
-	// no filter at all: O(1) for the scheduled strategies.
+	// The pick leaves out the upstreams seen unhealthy. With none, and no
+	// upstream tried, it has no filter at all: O(1) for the scheduled
+	// strategies.
 	var filter func(int) bool
 	if h.count.Load() != 0 {
 		// The pick is O(n) anyway: look at the clock every time, so that
@@ -286,12 +335,14 @@ func (p *policy) choose(s *snapshot, key string) int {
 			filter = s.healthy
 		}
 	}
+	quiet := filter == nil
+	filter = both(allow, filter)
 	i, err := e.bal.PickFunc(key, filter)
 	if err == nil {
 		// Ask Caddy about the chosen upstream only.
 		u := s.ups[i]
 		if u != nil && p.available(u) {
-			if e.stats[i].picks.Add(1)%clockEvery == 0 && filter == nil {
+			if e.stats[i].picks.Add(1)%clockEvery == 0 && quiet {
 				p.scanIfDue(s)
 			}
 			return i
@@ -301,7 +352,7 @@ func (p *policy) choose(s *snapshot, key string) int {
 			h.mark(i)
 			p.scan(s, p.clock(), true)
 		}
-	} else if filter != nil {
+	} else if !quiet {
 		// Everything left is unavailable: look again at those seen
 		// unhealthy before answering that none is available.
 		p.scan(s, p.clock(), true)
@@ -309,7 +360,7 @@ func (p *policy) choose(s *snapshot, key string) int {
 		return -1
 	}
 	// Pick again among the upstreams Caddy says are available now.
-	i, err = e.bal.PickFunc(key, s.avail)
+	i, err = e.bal.PickFunc(key, both(allow, s.avail))
 	if err != nil {
 		return -1
 	}
