@@ -83,7 +83,8 @@ type policy struct {
 	mu    sync.Mutex            // guards sets, stats and base (the slow path)
 	sets  map[string]*poolEntry // by the sorted set of dial addresses
 	stats map[string]*upstreamStats
-	base  *core.Balancer // the latest balancer; new sets derive from it
+	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
+	all   *core.Balancer // over every address of sets; new sets derive from it
 }
 
 // poolEntry is the balancer for one set of dial addresses.
@@ -385,7 +386,9 @@ func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
 	if s.entry.err == nil {
 		s.ups = make([]*reverseproxy.Upstream, s.entry.bal.Len())
 		for _, u := range pool {
-			s.ups[s.entry.bal.Index(u.Dial)] = u
+			if i := s.entry.bal.Index(u.Dial); i >= 0 {
+				s.ups[i] = u
+			}
 		}
 		if s.entry.health.next.Load() == 0 {
 			// A new balancer: see Caddy's health before its first pick.
@@ -403,14 +406,16 @@ func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
 func (p *policy) entryFor(dials []string) *poolEntry {
 	sorted := append([]string(nil), dials...)
 	sort.Strings(sorted)
-	key := strings.Join(sorted, "\n")
+	key := setKey(sorted)
 	if e, ok := p.sets[key]; ok {
 		return e
 	}
 	e := &poolEntry{}
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			e.err = fmt.Errorf("upstream %q is listed twice; give it a weight instead", sorted[i])
+	for i, d := range sorted {
+		if err := checkDial(d); err != nil {
+			e.err = fmt.Errorf("upstream %q: %v", d, err)
+		} else if i > 0 && d == sorted[i-1] {
+			e.err = fmt.Errorf("upstream %q is listed twice; give it a weight instead", d)
 		}
 	}
 	var backends []core.Backend
@@ -418,13 +423,7 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		backends, e.err = p.opts.backends(dials)
 	}
 	if e.err == nil {
-		if p.base != nil {
-			e.bal, e.err = p.base.Update(backends)
-		} else {
-			cfg := p.cfg
-			cfg.Backends = backends
-			e.bal, e.err = core.New(cfg)
-		}
+		e.bal, e.err = p.derive(backends)
 	}
 	if e.err != nil {
 		p.logger.Error("cannot balance this upstream pool; requests get 503",
@@ -457,6 +456,63 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 	return e
 }
 
+// setKey is the cache key of a sorted set of dial addresses: each one
+// length-prefixed, so that no two sets share a key whatever bytes the
+// addresses hold.
+func setKey(sorted []string) string {
+	var b strings.Builder
+	for _, d := range sorted {
+		b.WriteString(strconv.Itoa(len(d)))
+		b.WriteByte(':')
+		b.WriteString(d)
+	}
+	return b.String()
+}
+
+// derive builds the balancer over backends from p.all, the balancer over
+// every address of the cached sets. core carries an address's state (in
+// flight, failures, latency, slow start) over from the balancer a new one
+// derives from; deriving every set from one that has them all keeps that
+// state one per address, whatever sets dynamic upstreams return (DNS
+// answering {a,b}, then {b,c}, then {a,c} must not split a's requests in
+// flight). An address new to p.all joins it first (and starts its slow
+// start, as an upstream joining a running pool). p.mu must be held.
+func (p *policy) derive(backends []core.Backend) (*core.Balancer, error) {
+	if p.all == nil {
+		cfg := p.cfg
+		cfg.Backends = backends
+		b, err := core.New(cfg)
+		if err == nil {
+			p.all = b
+		}
+		return b, err
+	}
+	var union []core.Backend
+	for _, b := range backends {
+		if p.all.Index(b.Address) >= 0 {
+			continue
+		}
+		if union == nil {
+			for i := 0; i < p.all.Len(); i++ {
+				union = append(union, p.all.Backend(i))
+			}
+		}
+		union = append(union, b)
+	}
+	if union != nil {
+		all, err := p.all.Update(union)
+		if err != nil {
+			// The union breaks a limit of the strategy (ketama's total
+			// weight) that the set itself does not: the set's new
+			// addresses start with state of their own.
+			p.logger.Debug("cannot extend the policy's state to a new upstream set", zap.String("policy", p.id), zap.Error(err))
+			return p.all.Update(backends)
+		}
+		p.all = all
+	}
+	return p.all.Update(backends)
+}
+
 // pruneStats forgets the counters of addresses that no cached set has any
 // more, so that dynamic upstreams churning through addresses do not grow the
 // map without bound. p.mu must be held.
@@ -470,6 +526,20 @@ func (p *policy) pruneStats() {
 	for addr, st := range p.stats {
 		if !keep[st] {
 			delete(p.stats, addr)
+		}
+	}
+	if p.all == nil {
+		return
+	}
+	var kept []core.Backend
+	for i := 0; i < p.all.Len(); i++ {
+		if b := p.all.Backend(i); p.stats[b.Address] != nil {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) < p.all.Len() {
+		if all, err := p.all.Update(kept); err == nil {
+			p.all = all
 		}
 	}
 }

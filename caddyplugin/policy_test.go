@@ -504,3 +504,53 @@ func TestSelectChurnIsBounded(t *testing.T) {
 		t.Errorf("a's counter %d, a picked %d times", got, picksOfA)
 	}
 }
+
+// Dynamic upstreams: an address's state is one, whatever sets it is seen
+// in. DNS answers {a,b}, then {b,c}, then {a,c}: a's two requests in flight
+// from the first set count in the third, so weighted_least_conn sends the
+// next request to c.
+func TestSelectDynamicStateIsOne(t *testing.T) {
+	m := &WeightedLeastConn{}
+	provision(t, m, &health{})
+	a, b, c := abc[0], abc[1], abc[2]
+	var reqs []*http.Request
+	on := func(dials ...string) string {
+		r := request("/", nil)
+		reqs = append(reqs, r)
+		return names[m.Select(pool(dials...), r, nil).Dial]
+	}
+	// Four requests over {a,b}: two each.
+	for i := 0; i < 4; i++ {
+		on(a, b)
+	}
+	on(b, c) // c: 1
+	if got := on(a, c); got != "c" {
+		t.Errorf("{a,c} with a at 2 in flight and c at 1: picked %s, want c", got)
+	}
+	bal, _, _ := m.p.current()
+	if n := bal.InFlight(bal.Index(a)); n != 2 {
+		t.Errorf("a's requests in flight seen through {a,c}: %d, want 2", n)
+	}
+	for _, r := range reqs {
+		cancelRequest(r)
+	}
+	waitIdle(t, &m.p)
+}
+
+// A dial address holding a newline neither panics nor shares a cache entry
+// with another set: {"h\nk:80"} then {"h", "k:80"} (whose sorted addresses
+// joined with newlines were one key) both get nil, the first for its control
+// character, the second for "h" having no port.
+func TestSelectControlCharacterDial(t *testing.T) {
+	for _, m := range allPolicies() {
+		provision(t, m, &health{})
+		for _, p := range []reverseproxy.UpstreamPool{pool("h\nk:80"), pool("h", "k:80"), pool("h\nk:80")} {
+			if u := m.Select(p, request("/", nil), nil); u != nil {
+				t.Errorf("%s: pool %q: picked %q, want nil", label(m), p[0].Dial, u.Dial)
+			}
+		}
+		if u := m.Select(pool(abc...), request("/", nil), nil); u == nil {
+			t.Errorf("%s: a valid pool afterwards: nil", label(m))
+		}
+	}
+}

@@ -14,9 +14,10 @@ import (
 	"github.com/lbpack/lbpack/core"
 )
 
-// allPolicies returns a fresh module of every policy, weighted 5 3 2.
-func allPolicies() []selector {
-	w := func() base { return base{Options: Options{Weights: []int{5, 3, 2}}} }
+// allPolicies returns a fresh module of every policy (and url_hash's
+// modes) with the given positional weights.
+func allPolicies(weights ...int) []selector {
+	w := func() base { return base{Options: Options{Weights: weights}} }
 	return []selector{
 		&SmoothWRR{base: w()},
 		&GCDWRR{base: w()},
@@ -43,7 +44,7 @@ func label(m selector) string {
 // the last try's error). A new request starts afresh.
 func TestRetryNeverRepeats(t *testing.T) {
 	static := pool(abc...)
-	for _, m := range allPolicies() {
+	for _, m := range allPolicies(5, 3, 2) {
 		provision(t, m, &health{})
 		for n := 0; n < 20; n++ {
 			r := request("/k"+strconv.Itoa(n), nil)
@@ -156,7 +157,7 @@ func TestRetryHashOrder(t *testing.T) {
 // A request seen outside Caddy's HTTP server (no variables) still gets a
 // pick, and nothing panics.
 func TestSelectWithoutVars(t *testing.T) {
-	for _, m := range allPolicies() {
+	for _, m := range allPolicies(5, 3, 2) {
 		provision(t, m, &health{})
 		r, _ := http.NewRequest(http.MethodGet, "/", nil)
 		if u := m.Select(pool(abc...), r, nil); u == nil {
