@@ -201,10 +201,10 @@ var (
 		"Times the lbpack policy picked the upstream.",
 		[]string{"policy", "upstream"}, nil)
 	failuresDesc = prometheus.NewDesc("caddy_lbpack_failures_total",
-		"Attempts at the upstream that failed (policies that follow attempts: fair, weighted_least_conn, url_hash bounded).",
+		"Tries at the upstream that failed (policies that follow tries: fair, weighted_least_conn, url_hash bounded, any with max_fails or max_conns).",
 		[]string{"policy", "upstream"}, nil)
 	inFlightDesc = prometheus.NewDesc("caddy_lbpack_requests_in_flight",
-		"Attempts at the upstream in flight (policies that follow attempts: fair, weighted_least_conn, url_hash bounded).",
+		"Tries at the upstream in flight (policies that follow tries: fair, weighted_least_conn, url_hash bounded, any with max_fails or max_conns).",
 		[]string{"policy", "upstream"}, nil)
 	effectiveWeightDesc = prometheus.NewDesc("caddy_lbpack_effective_weight",
 		"The weight the upstream takes part with now: lowered after failures, ramping during slow start, 0 when down.",
