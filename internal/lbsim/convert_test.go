@@ -127,3 +127,51 @@ func TestConvertBadInput(t *testing.T) {
 		}
 	}
 }
+
+// fences returns the contents of the fenced code blocks of a Markdown text
+// after its heading, in order.
+func fences(t *testing.T, doc, heading string) []string {
+	t.Helper()
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("no %q", heading)
+	}
+	var out []string
+	parts := strings.Split(doc[i:], "```")
+	for k := 1; k+1 < len(parts); k += 2 {
+		_, body, _ := strings.Cut(parts[k], "\n")
+		out = append(out, body)
+	}
+	return out
+}
+
+// TestGuideExample: the worked example of docs/migrating-from-nginx.md is
+// what lbsim convert prints for its nginx.conf, to Caddy and to Traefik,
+// warnings included.
+func TestGuideExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/migrating-from-nginx.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fences(t, string(doc), "## A worked example")
+	if len(blocks) != 5 {
+		t.Fatalf("the worked example has %d code blocks, want 5 (nginx.conf, Caddyfile, its warnings, Traefik YAML, its warnings)", len(blocks))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(blocks[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir) // positions read "nginx.conf:LINE", as in the guide
+	for i, to := range []string{"caddyfile", "traefik"} {
+		code, out, errOut := run("convert", "--to", to, "nginx.conf")
+		if code != 0 {
+			t.Fatalf("--to %s: exit %d: %s", to, code, errOut)
+		}
+		if out != blocks[1+2*i] {
+			t.Errorf("--to %s: the guide shows\n%s\nlbsim prints\n%s", to, blocks[1+2*i], out)
+		}
+		if errOut != blocks[2+2*i] {
+			t.Errorf("--to %s: the guide shows the warnings\n%s\nlbsim prints\n%s", to, blocks[2+2*i], errOut)
+		}
+	}
+}

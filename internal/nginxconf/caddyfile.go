@@ -20,7 +20,7 @@ func (c *Config) Caddyfile() ([]byte, []Warning) {
 	for _, s := range c.Sites {
 		w.site(s)
 	}
-	return []byte(w.b.String()), w.warnings
+	return []byte(w.b.String()), sortWarnings(w.warnings)
 }
 
 type caddyWriter struct {
@@ -428,13 +428,20 @@ func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
 	}
 }
 
+// hostDefault reports whether proxy_set_header h asks for what Caddy and
+// the Traefik plugin do anyway: pass the client's Host, append the client
+// to X-Forwarded-For.
+func hostDefault(h Header) bool {
+	one := func(name, v string) bool {
+		return strings.EqualFold(h.Name, name) && len(h.Value.Parts) == 1 && h.Value.Parts[0].Var == v
+	}
+	return one("Host", "host") || one("X-Forwarded-For", "proxy_add_x_forwarded_for")
+}
+
 // setHeader writes proxy_set_header as header_up.
 func (w *caddyWriter) setHeader(b *caddyWriter, h Header, keyOf func(Key, string) string) {
-	if strings.EqualFold(h.Name, "X-Forwarded-For") && usesVar(h.Value, "proxy_add_x_forwarded_for") && len(h.Value.Parts) == 1 {
-		return // what Caddy does by default
-	}
-	if strings.EqualFold(h.Name, "Host") && usesVar(h.Value, "host") && len(h.Value.Parts) == 1 {
-		return // Caddy passes the client's Host by default
+	if hostDefault(h) {
+		return
 	}
 	v := keyOf(h.Value, "proxy_set_header")
 	if v == "" {

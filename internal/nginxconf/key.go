@@ -189,7 +189,7 @@ func traefikKey(k Key, warn func(format string, args ...any)) (string, bool) {
 	case strings.HasPrefix(v, "cookie_"):
 		return "cookie:" + strings.TrimPrefix(v, "cookie_"), true
 	case strings.HasPrefix(v, "arg_"):
-		warn("$%s: the plugin hashes the decoded argument, nginx the raw one: keys with %%-escapes or + map to other servers", v)
+		warn("$%s: the plugin hashes the decoded argument, nginx the raw one, and the plugin takes the name in its case only: values with %%-escapes or +, or names in other case, map to other servers", v)
 		return "query:" + strings.TrimPrefix(v, "arg_"), true
 	}
 	return "", false

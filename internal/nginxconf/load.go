@@ -44,6 +44,18 @@ type Warning struct {
 
 func (w Warning) String() string { return fmt.Sprintf("%s: %s: %s", w.Pos, w.Directive, w.Msg) }
 
+// sortWarnings orders warnings by file and line, as a reader goes through
+// the configuration.
+func sortWarnings(ws []Warning) []Warning {
+	sort.SliceStable(ws, func(i, j int) bool {
+		if ws[i].Pos.File != ws[j].Pos.File {
+			return ws[i].Pos.File < ws[j].Pos.File
+		}
+		return ws[i].Pos.Line < ws[j].Pos.Line
+	})
+	return ws
+}
+
 // Upstream is an upstream block.
 type Upstream struct {
 	Name      string

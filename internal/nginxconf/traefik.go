@@ -22,7 +22,7 @@ var traefikStrategies = map[string]string{
 // static configuration that loads the plugin and declares the entry points
 // as a comment. It returns the warnings of the conversion.
 func (c *Config) Traefik() ([]byte, []Warning) {
-	t := &traefikWriter{warnings: append([]Warning(nil), c.Warnings...)}
+	t := &traefikWriter{warnings: append([]Warning(nil), c.Warnings...), warnedDefault: map[*Site]bool{}}
 	t.static(c.Sites)
 	t.b.WriteString("http:\n  routers:\n")
 	var mws strings.Builder
@@ -39,12 +39,13 @@ func (c *Config) Traefik() ([]byte, []Warning) {
 	}
 	t.b.WriteString("  middlewares:\n")
 	t.b.WriteString(mws.String())
-	return []byte(t.b.String()), t.warnings
+	return []byte(t.b.String()), sortWarnings(t.warnings)
 }
 
 type traefikWriter struct {
-	b        strings.Builder
-	warnings []Warning
+	b             strings.Builder
+	warnings      []Warning
+	warnedDefault map[*Site]bool
 }
 
 func (t *traefikWriter) warn(p Pos, directive, format string, args ...any) {
@@ -62,7 +63,7 @@ func (t *traefikWriter) static(sites []*Site) {
 	b.WriteString("# entry points:\n#\n")
 	b.WriteString("#   experimental:\n#     plugins:\n#       lbpack:\n")
 	b.WriteString("#         moduleName: github.com/lbpack/lbpack\n")
-	b.WriteString("#         version: v0.1.0   # the lbpack release to run\n")
+	b.WriteString("#         version: vX.Y.Z   # the lbpack release to run (or localPlugins: see examples/traefik)\n")
 	b.WriteString("#   entryPoints:\n")
 	seen := map[string]bool{}
 	for _, s := range sites {
@@ -127,7 +128,8 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 	rule := path
 	if len(hosts) > 0 && !s.Default {
 		rule = "(" + strings.Join(hosts, " || ") + ") && " + path
-	} else if len(hosts) > 0 {
+	} else if len(hosts) > 0 && !t.warnedDefault[s] {
+		t.warnedDefault[s] = true
 		t.warn(s.Pos, "server", "the default server of its port: its routers match every host, as nginx sends it the requests no other server_name takes")
 	}
 	var eps []string
@@ -229,6 +231,9 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 		t.warn(u.Pos, "keepalive", "not converted: the plugin's transport keeps idle connections to its servers itself")
 	}
 	for _, h := range p.SetHeaders {
+		if hostDefault(h) {
+			continue
+		}
 		t.warn(h.Pos, "proxy_set_header", "%s: not converted: use a Traefik headers middleware before the plugin", h.Name)
 	}
 	for _, h := range loc.AddHeaders {
