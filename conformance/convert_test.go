@@ -37,11 +37,7 @@ var caddyMu sync.Mutex
 // ends. It returns the conversion's Caddyfile and warnings.
 func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 	t.Helper()
-	ds, err := nginxconf.ParseFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := nginxconf.Load(ds)
+	cfg, err := nginxconf.LoadFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}

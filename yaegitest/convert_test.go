@@ -211,11 +211,7 @@ func (rt *traefikRoute) matches(r *http.Request) bool {
 // conversion's warnings.
 func traefikFront(t *testing.T, l *loader, conf string) (string, []*traefikRoute, string) {
 	t.Helper()
-	ds, err := nginxconf.ParseFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := nginxconf.Load(ds)
+	cfg, err := nginxconf.LoadFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}

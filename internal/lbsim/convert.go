@@ -43,11 +43,7 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	default:
 		return usagef("--to %q: want caddyfile, json or traefik", *to)
 	}
-	ds, err := nginxconf.ParseFile(files[0])
-	if err != nil {
-		return usagef("%v", err)
-	}
-	cfg, err := nginxconf.Load(ds)
+	cfg, err := nginxconf.LoadFile(files[0])
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -226,6 +226,16 @@ var processSettings = map[string]bool{
 	"worker_priority": true, "worker_shutdown_timeout": true,
 }
 
+// LoadFile reads the nginx configuration file at name and its includes
+// into a Config: ParseFile and Load.
+func LoadFile(name string) (*Config, error) {
+	ds, err := ParseFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return Load(ds)
+}
+
 // Load reads the directives of an nginx configuration (from ParseFile) into
 // a Config. Errors are bad input, with the position of the directive.
 func Load(ds []*Directive) (*Config, error) {
