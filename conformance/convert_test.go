@@ -32,9 +32,13 @@ var update = flag.Bool("update", false, "rewrite the corpus's requests.txt files
 // configuration is process-wide.
 var caddyMu sync.Mutex
 
+// caddyAdmin is the address of the admin endpoint of the Caddy that
+// startCaddy runs: a port of this suite's range, 36000-36999.
+var caddyAdmin = "127.0.0.1:36180"
+
 // startCaddy converts the nginx configuration at conf and runs the result in
-// Caddy, in process (admin endpoint off, nothing persisted), until the test
-// ends. It returns the conversion's Caddyfile and warnings.
+// Caddy, in process (admin endpoint on caddyAdmin, nothing persisted),
+// until the test ends. It returns the conversion's Caddyfile and warnings.
 func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 	t.Helper()
 	cfg, err := nginxconf.LoadFile(conf)
@@ -50,7 +54,7 @@ func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 	if err := json.Unmarshal(js, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["admin"] = map[string]any{"disabled": true, "config": map[string]any{"persist": false}}
+	m["admin"] = map[string]any{"listen": caddyAdmin, "config": map[string]any{"persist": false}}
 	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
 	js, _ = json.Marshal(m)
 	// Caddy keeps its instance id under the user's data directory.
@@ -68,15 +72,56 @@ func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 	return string(cf), warnings
 }
 
-// through returns a copy of n that sends its requests to the proxy at
-// base, over connections of its own, with the same backends.
+// through returns a copy of n that sends its requests to the Caddy of
+// startCaddy at base, over connections of its own, with the same backends.
+// Each request waits until Caddy's lbpack policies have no request in
+// flight: a policy counts one until Caddy's handler returns, which can come
+// after the client has the whole answer, while nginx's count drops before
+// it. A client that sends its next request at once could find least_conn
+// counting the previous one; nginx's sequential requests never do.
 func (n *nginx) through(t *testing.T, base string) *nginx {
 	c := *n
 	c.base = base
-	c.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	c.client = &http.Client{Timeout: 5 * time.Second, Transport: idleFirst{&http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}}
 	c.heldClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	t.Cleanup(c.client.CloseIdleConnections)
 	return &c
+}
+
+// idleFirst sends a request once every lbpack policy of the running Caddy
+// has nothing in flight (bounded: at most 2s of 1ms polls of the admin
+// endpoint's /lbpack/state).
+type idleFirst struct{ next http.RoundTripper }
+
+func (f idleFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	var state struct {
+		Policies []struct {
+			Upstreams []struct {
+				InFlight int64 `json:"in_flight"`
+			} `json:"upstreams"`
+		} `json:"policies"`
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		resp, err := http.Get("http://" + caddyAdmin + "/lbpack/state")
+		if err != nil {
+			return nil, fmt.Errorf("admin endpoint: %v", err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&state)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("/lbpack/state: %v", err)
+		}
+		busy := int64(0)
+		for _, p := range state.Policies {
+			for _, u := range p.Upstreams {
+				busy += u.InFlight
+			}
+		}
+		if busy == 0 {
+			return f.next.RoundTrip(r)
+		}
+	}
+	return nil, fmt.Errorf("Caddy's policies still count requests in flight after 2s")
 }
 
 // TestConvertUpstreams converts the suite's own nginx configuration, every
@@ -315,7 +360,7 @@ func TestConvertCorpus(t *testing.T) {
 			want := answers(t, run.nginx.client, run.nginx.base, reqs)
 			conf, base := run.caddyFiles(t, dir)
 			cf, _ := startCaddy(t, conf)
-			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+			client := &http.Client{Timeout: 5 * time.Second, Transport: idleFirst{&http.Transport{Proxy: nil}}}
 			defer client.CloseIdleConnections()
 			got := answers(t, client, base, reqs)
 			differ := 0
