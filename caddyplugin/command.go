@@ -1,10 +1,14 @@
 package caddyplugin
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
@@ -12,6 +16,7 @@ import (
 )
 
 func init() {
+	lbsim.AdaptCaddyfile = adaptCaddyfile
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "lbpack",
 		Usage: "<command> [flags]   (caddy lbpack <command> -h for its flags)",
@@ -60,10 +65,35 @@ For example
 
 	caddy lbpack trace --strategy smooth_wrr --backends a=5,b=3,c=2 -n 10
 
-prints nginx's smooth weighted round robin step by step, and
+prints nginx's smooth weighted round robin step by step,
 
 	echo 192.0.2.7 | caddy lbpack pick --strategy nginx_ip_hash --backends 10.0.0.1:80,10.0.0.2:80
 
-prints the upstream lb_policy nginx_ip_hash sends that client to.`)
+prints the upstream lb_policy nginx_ip_hash sends that client to, and
+
+	caddy lbpack convert /etc/nginx/nginx.conf > Caddyfile
+
+converts an nginx configuration (warnings on standard error).`)
 	return b.String()
+}
+
+// adaptCaddyfile is Caddy's own caddyfile adapter, for convert --to json.
+func adaptCaddyfile(body []byte, filename string) ([]byte, []string, error) {
+	a := caddyconfig.GetAdapter("caddyfile")
+	if a == nil {
+		return nil, nil, errors.New("this Caddy has no caddyfile adapter")
+	}
+	js, warns, err := a.Adapt(body, map[string]any{"filename": filename})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []string
+	for _, w := range warns {
+		out = append(out, w.String())
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, js, "", "\t"); err != nil {
+		return nil, nil, err
+	}
+	return buf.Bytes(), out, nil
 }

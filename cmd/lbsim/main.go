@@ -71,6 +71,11 @@ package main
 import (
 	"os"
 
+	// convert --to json adapts the Caddyfile with Caddy's adapter, which
+	// needs the HTTP modules and lbpack's policies registered.
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/standard"
+	_ "github.com/lbpack/lbpack/caddyplugin"
+
 	"github.com/lbpack/lbpack/internal/lbsim"
 )
 

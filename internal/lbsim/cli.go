@@ -25,6 +25,7 @@ var commands = []command{
 	{"trace", "print the step table of smooth_wrr or gcd_wrr", runTrace},
 	{"compare", "compare every strategy over the same backends", runCompare},
 	{"simulate", "simulate requests against backends with given latencies", runSimulate},
+	{"convert", "convert an nginx configuration to a Caddyfile, Caddy JSON or Traefik YAML", runConvert},
 }
 
 // Host is a program that runs these commands: it decides the name their
