@@ -311,6 +311,9 @@ func (c *common) strategyConfig() (core.Config, []entry, error) {
 // byAddress re-keys m from --backends labels (c.names) to the addresses of
 // cfg's backends, which core and the simulation know them by.
 func byAddress[V any](m map[string]V, c *common, cfg core.Config) map[string]V {
+	if m == nil {
+		return nil
+	}
 	out := make(map[string]V, len(m))
 	for i, name := range c.names {
 		if v, ok := m[name]; ok {

@@ -32,6 +32,12 @@ func TestBareNamesEverywhere(t *testing.T) {
 	if !regexpLine(stdout, `^p90\s+100ms$`) {
 		t.Errorf("simulate: b's 100ms latency did not reach the figures:\n%s", stdout)
 	}
+	// The per-backend behaviours name backends as --backends does too.
+	code, stdout, stderr = lbsim(t, "", "simulate", "--strategy", "round_robin", "--backends", "a,b,c",
+		"--latency", "10ms", "--errors", "b=50%", "-n", "300")
+	if code != 0 || !regexpLine(stdout, `^b\s+1\s+10ms errors 50%\s+100\s+33\.33%$`) {
+		t.Errorf("simulate --errors b=50%%: exit %d, stderr %s, stdout\n%s", code, stderr, stdout)
+	}
 }
 
 // Caddy's names are shown in compare's rows under the Caddy host only.
