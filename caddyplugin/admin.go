@@ -2,71 +2,16 @@ package caddyplugin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 )
 
 func init() {
 	caddy.RegisterModule(AdminState{})
-}
-
-// live lists the provisioned policies, for the admin endpoint, and one
-// metrics collector per Caddy metrics registry (one per loaded config).
-var live = struct {
-	sync.Mutex
-	policies   map[*policy]*prometheus.Registry
-	collectors map[*prometheus.Registry]*picksCollector
-}{
-	policies:   make(map[*policy]*prometheus.Registry),
-	collectors: make(map[*prometheus.Registry]*picksCollector),
-}
-
-// register adds p to the admin endpoint and to its config's metrics.
-func register(p *policy, ctx caddy.Context) {
-	reg := ctx.GetMetricsRegistry()
-	live.Lock()
-	defer live.Unlock()
-	live.policies[p] = reg
-	if reg == nil || live.collectors[reg] != nil {
-		return
-	}
-	c := &picksCollector{reg: reg}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			p.logger.Warn("lbpack pick counters not registered", zap.Error(err))
-			return
-		}
-	}
-	live.collectors[reg] = c
-}
-
-// unregister removes p; the collector goes with its config's last policy.
-func unregister(p *policy) {
-	live.Lock()
-	defer live.Unlock()
-	reg, ok := live.policies[p]
-	if !ok {
-		return
-	}
-	delete(live.policies, p)
-	for _, r := range live.policies {
-		if r == reg {
-			return
-		}
-	}
-	if c := live.collectors[reg]; c != nil {
-		reg.Unregister(c)
-		delete(live.collectors, reg)
-	}
 }
 
 // UpstreamState is one upstream in GET /lbpack/state.
@@ -98,14 +43,24 @@ type UpstreamState struct {
 
 // PolicyState is one policy in GET /lbpack/state.
 type PolicyState struct {
-	ID        string          `json:"id"`
-	Policy    string          `json:"policy"`
+	// ID is the policy's identity, the policy label of its metrics: its
+	// name option, or the module name and a hash of its configuration.
+	ID string `json:"id"`
+	// Policy is the module name (smooth_wrr, url_hash...).
+	Policy string `json:"policy"`
+	// Mode is url_hash's hash mode; Key what url_hash and nginx_ip_hash
+	// hash. Both are absent for the other policies.
+	Mode string `json:"mode,omitempty"`
+	Key  string `json:"key,omitempty"`
+	// Options is the policy's JSON configuration, as Caddy loaded it.
+	Options   json.RawMessage `json:"options"`
 	Upstreams []UpstreamState `json:"upstreams"`
 }
 
 // state reports p's current upstreams.
 func (p *policy) state() PolicyState {
-	ps := PolicyState{ID: p.id, Policy: p.name, Upstreams: []UpstreamState{}}
+	ps := PolicyState{ID: p.id, Policy: p.name, Mode: p.desc.mode, Key: p.desc.key,
+		Options: p.desc.options, Upstreams: []UpstreamState{}}
 	bal, ups, stats := p.current()
 	if bal == nil {
 		return ps
@@ -145,12 +100,7 @@ func millis(d time.Duration) *float64 {
 
 // livePolicies returns the state of every provisioned policy, by id.
 func livePolicies() []PolicyState {
-	live.Lock()
-	ps := make([]*policy, 0, len(live.policies))
-	for p := range live.policies {
-		ps = append(ps, p)
-	}
-	live.Unlock()
+	ps := policiesOf(nil)
 	out := make([]PolicyState, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, p.state())
@@ -190,45 +140,5 @@ func serveState(w http.ResponseWriter, r *http.Request) error {
 	}{livePolicies()})
 }
 
-// picksDesc describes the per-upstream pick counters.
-var picksDesc = prometheus.NewDesc(
-	"caddy_lbpack_picks_total",
-	"Upstreams picked by lbpack selection policies.",
-	[]string{"policy", "upstream"}, nil)
-
-// picksCollector exports the pick counters of one config's policies. The
-// hot path only adds to an atomic; the metric is built at scrape time.
-type picksCollector struct {
-	reg *prometheus.Registry
-}
-
-// Describe implements prometheus.Collector.
-func (c *picksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- picksDesc }
-
-// Collect implements prometheus.Collector.
-func (c *picksCollector) Collect(ch chan<- prometheus.Metric) {
-	live.Lock()
-	var ps []*policy
-	for p, reg := range live.policies {
-		if reg == c.reg {
-			ps = append(ps, p)
-		}
-	}
-	live.Unlock()
-	for _, p := range ps {
-		bal, _, stats := p.current()
-		if bal == nil {
-			continue
-		}
-		for i := 0; i < bal.Len() && i < len(stats); i++ {
-			ch <- prometheus.MustNewConstMetric(picksDesc, prometheus.CounterValue,
-				float64(stats[i].picks.Load()), p.id, bal.Backend(i).Address)
-		}
-	}
-}
-
 // Interface guards
-var (
-	_ caddy.AdminRouter    = AdminState{}
-	_ prometheus.Collector = (*picksCollector)(nil)
-)
+var _ caddy.AdminRouter = AdminState{}

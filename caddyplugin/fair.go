@@ -18,17 +18,20 @@ func init() {
 // its weight, its requests in flight and a decaying average of how long its
 // attempts took, so that traffic moves away from a slow upstream and comes
 // back when it recovers. It needs no other configuration: Select itself
-// records when each attempt starts and ends (see attempt for exactly what is
-// measured).
+// follows each try, whose latency is Caddy's upstream latency (the time to
+// the upstream's response headers).
 //
 // Caddyfile:
 //
 //	lb_policy fair [<weight>...] {
-//		decay_time <duration>
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		decay_time   <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type Fair struct {
 	base

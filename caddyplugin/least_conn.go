@@ -15,17 +15,21 @@ func init() {
 // WeightedLeastConn is nginx's least_conn: the upstream with the fewest
 // requests in flight relative to its weight, ties shared out by smooth
 // weighted round robin. Caddy's own least_conn ignores weights and breaks
-// ties at random. In-flight counts are this policy's own (Select starts an
-// attempt, its end finishes it; see attempt), so retries count correctly.
+// ties at random. In-flight counts are this policy's own (an attempt runs
+// from Select to the end of the request, or to Caddy's next try when it
+// retries), so retries count correctly.
 //
 // Caddyfile:
 //
 //	lb_policy weighted_least_conn [<weight>...] {
 //		two_choices
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type WeightedLeastConn struct {
 	base

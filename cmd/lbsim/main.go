@@ -11,7 +11,13 @@
 //	lbsim compare --backends HOST:PORT=W[,...] [--down HOST:PORT[,...]] [-n N] [--keys FILE] [--seed S]
 //	lbsim simulate --strategy NAME --backends HOST:PORT=W[,...] --latency HOST:PORT=DIST[,...] [--concurrency C | --rate R] [-n N] [--seed S]
 //
-// In every --backends list "=W" may be omitted (weight 1).
+// In every --backends list "=W" may be omitted (weight 1), and a backend is
+// an address (HOST:PORT) or a bare name (a, web-1): a bare name stands for
+// the address NAME:80, which is what the hash strategies hash, and the
+// output shows it as written. --down and --backup name backends as
+// --backends does. --strategy takes core's names and the names of lbpack's
+// Caddy policies: weighted_least_conn for least_conn, nginx_ip_hash for
+// ip_hash.
 //
 // pick prints one chosen backend address per line. For ip_hash and url_hash
 // it reads keys from standard input, one per line (a client IP for ip_hash,
@@ -64,6 +70,11 @@ package main
 
 import (
 	"os"
+
+	// convert --to json adapts the Caddyfile with Caddy's adapter, which
+	// needs the HTTP modules and lbpack's policies registered.
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/standard"
+	_ "github.com/lbpack/lbpack/caddyplugin"
 
 	"github.com/lbpack/lbpack/internal/lbsim"
 )

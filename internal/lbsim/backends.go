@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,10 +44,30 @@ func exitCode(err error) int {
 }
 
 // entry is one item of a --backends list: a label and its weight. The label
-// is the backend's address for pick and compare, and any name for trace.
+// is what the user wrote and what the output shows: a backend's address
+// (HOST:PORT) or a bare name (a, web-1), and for trace any name.
 type entry struct {
 	label  string
 	weight int
+}
+
+// bareNamePort is the port a bare backend name stands for: the backend "a"
+// is the address "a:80", which is what the hash strategies hash (nginx's
+// choice for "server a:80").
+const bareNamePort = "80"
+
+// addressOf returns the address of a --backends label: the label itself
+// when it is HOST:PORT, NAME:80 for a bare name.
+func addressOf(label string) (string, error) {
+	if strings.Contains(label, ":") {
+		return label, core.CheckAddress(label)
+	}
+	for _, r := range label {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return "", fmt.Errorf("want HOST:PORT or a bare name (letters, digits, '-', '_', '.')")
+		}
+	}
+	return label + ":" + bareNamePort, nil
 }
 
 // parseEntries parses "LABEL=W[,LABEL=W...]"; "=W" may be omitted (weight 1).
@@ -110,6 +131,61 @@ func parseLabels(flagName, s string, entries []entry) ([]int, error) {
 	return out, nil
 }
 
+// caddyNames are the names of lbpack's Caddy policies that differ from
+// core's strategy names (Caddy owns least_conn and ip_hash). Both programs
+// accept both names; the Caddy host shows these.
+var caddyNames = map[string]string{
+	core.LeastConn: "weighted_least_conn",
+	core.IPHash:    "nginx_ip_hash",
+}
+
+// canonical returns core's name of a strategy given by either name.
+func canonical(strategy string) string {
+	for coreName, caddyName := range caddyNames {
+		if strategy == caddyName {
+			return coreName
+		}
+	}
+	return strategy
+}
+
+// shown returns a strategy's name as the running host says it.
+func shown(strategy string) string {
+	if n, ok := caddyNames[strategy]; ok && running.CaddyNames {
+		return n
+	}
+	return strategy
+}
+
+// strategyList lists the strategies by the running host's names, sorted,
+// each other name in parentheses.
+func strategyList() string {
+	var out []string
+	for _, s := range core.Strategies() {
+		name := shown(s)
+		if n, ok := caddyNames[s]; ok {
+			other := n
+			if name == n {
+				other = s
+			}
+			name += " (or " + other + ")"
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// checkStrategy refuses a --strategy that no name of a strategy matches.
+func checkStrategy(strategy string) error {
+	for _, s := range core.Strategies() {
+		if canonical(strategy) == s {
+			return nil
+		}
+	}
+	return usagef("--strategy %q: unknown (want one of %s)", strategy, strategyList())
+}
+
 // common holds the flags every subcommand shares: the backend set and the
 // options passed through to core.Config.
 type common struct {
@@ -125,23 +201,27 @@ type common struct {
 	seed       uint64
 	seedSet    bool
 	n          int
+
+	// names are the --backends labels by backend index, once
+	// strategyConfig has parsed them: what the output calls the backends.
+	names []string
 }
 
 // register adds the flags of common to fs. withStrategy is false for compare,
 // which runs every strategy.
 func (c *common) register(fs *flag.FlagSet, withStrategy bool, defaultN int) {
 	if withStrategy {
-		fs.StringVar(&c.strategy, "strategy", "", "strategy `name` (one of "+strings.Join(core.Strategies(), ", ")+")")
+		fs.StringVar(&c.strategy, "strategy", "", "strategy `name` (one of "+strategyList()+")")
 	}
-	fs.StringVar(&c.backends, "backends", "", "backends as `HOST:PORT=W[,HOST:PORT=W...]` (=W may be omitted: weight 1)")
-	fs.StringVar(&c.down, "down", "", "backends marked down, as `HOST:PORT[,...]`")
+	fs.StringVar(&c.backends, "backends", "", "backends as `HOST:PORT=W[,NAME=W...]`: addresses or bare names (a stands for a:80); =W may be omitted (weight 1)")
+	fs.StringVar(&c.down, "down", "", "backends marked down, as `HOST:PORT|NAME[,...]` as --backends names them")
 	fs.IntVar(&c.n, "n", defaultN, "number of picks")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random source (random strategies, stagger, two choices, fair); pick is unseeded unless it is given")
 }
 
 // registerOptions adds the per-strategy options of core.Config to fs.
 func (c *common) registerOptions(fs *flag.FlagSet) {
-	fs.StringVar(&c.backup, "backup", "", "backup backends, as `HOST:PORT[,...]`")
+	fs.StringVar(&c.backup, "backup", "", "backup backends, as `HOST:PORT|NAME[,...]` as --backends names them")
 	fs.StringVar(&c.hashMode, "hash-mode", "", "url_hash `mode`: ketama (default), modulo, maglev or bounded")
 	fs.Float64Var(&c.loadFactor, "load-factor", 0, "bounded mode's load `factor` c (default 1.25)")
 	fs.BoolVar(&c.stagger, "stagger", false, "start smooth_wrr or gcd_wrr at a random point of the period")
@@ -200,7 +280,7 @@ func (c *common) config(strategy string, entries []entry, addrs []string) (core.
 		backends[i].Backup = true
 	}
 	return core.Config{
-		Strategy:   strategy,
+		Strategy:   canonical(strategy),
 		Backends:   backends,
 		HashMode:   c.hashMode,
 		LoadFactor: c.loadFactor,
@@ -216,28 +296,63 @@ func (c *common) strategyConfig() (core.Config, []entry, error) {
 	if err := required("strategy", c.strategy); err != nil {
 		return core.Config{}, nil, err
 	}
+	if err := checkStrategy(c.strategy); err != nil {
+		return core.Config{}, nil, err
+	}
 	entries, addrs, err := addresses(c.backends)
 	if err != nil {
 		return core.Config{}, nil, err
 	}
+	c.names = labels(entries)
 	cfg, err := c.config(c.strategy, entries, addrs)
 	return cfg, entries, err
 }
 
-// addresses parses --backends whose labels must be backend addresses.
+// byAddress re-keys m from --backends labels (c.names) to the addresses of
+// cfg's backends, which core and the simulation know them by.
+func byAddress[V any](m map[string]V, c *common, cfg core.Config) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for i, name := range c.names {
+		if v, ok := m[name]; ok {
+			out[cfg.Backends[i].Address] = v
+		}
+	}
+	return out
+}
+
+// addresses parses --backends whose labels are addresses or bare names and
+// returns the entries with the address of each (see addressOf).
 func addresses(s string) ([]entry, []string, error) {
 	entries, err := parseEntries("backends", s)
 	if err != nil {
 		return nil, nil, err
 	}
 	addrs := make([]string, len(entries))
+	seen := map[string]string{}
 	for i, e := range entries {
-		if err := core.CheckAddress(e.label); err != nil {
+		a, err := addressOf(e.label)
+		if err != nil {
 			return nil, nil, usagef("--backends %q: address %q: %v", s, e.label, err)
 		}
-		addrs[i] = e.label
+		if other, dup := seen[a]; dup {
+			return nil, nil, usagef("--backends %q: %q and %q are the same backend %s (a bare name stands for NAME:%s)", s, other, e.label, a, bareNamePort)
+		}
+		seen[a] = e.label
+		addrs[i] = a
 	}
 	return entries, addrs, nil
+}
+
+// labels returns the entries' labels, in order: the names output shows.
+func labels(entries []entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.label
+	}
+	return out
 }
 
 // newBalancer builds a balancer; core's own validation errors are bad input.
@@ -249,8 +364,10 @@ func newBalancer(cfg core.Config) (*core.Balancer, error) {
 	return b, nil
 }
 
-// keyed reports whether a strategy picks by key, read from standard input.
+// keyed reports whether a strategy (by either name) picks by key, read
+// from standard input.
 func keyed(strategy string) bool {
+	strategy = canonical(strategy)
 	return strategy == core.IPHash || strategy == core.URLHash
 }
 

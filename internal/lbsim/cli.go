@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 )
 
@@ -24,11 +25,47 @@ var commands = []command{
 	{"trace", "print the step table of smooth_wrr or gcd_wrr", runTrace},
 	{"compare", "compare every strategy over the same backends", runCompare},
 	{"simulate", "simulate requests against backends with given latencies", runSimulate},
+	{"convert", "convert an nginx configuration to a Caddyfile, Caddy JSON or Traefik YAML", runConvert},
 }
+
+// Host is a program that runs these commands: it decides the name their
+// usage and messages start with and the names of the strategies they show.
+type Host struct {
+	// Name is how a user runs the commands, e.g. "lbsim".
+	Name string
+	// CaddyNames shows the strategies by the names of lbpack's Caddy
+	// policies where they differ (weighted_least_conn, nginx_ip_hash for
+	// least_conn, ip_hash). Both names are accepted either way.
+	CaddyNames bool
+}
+
+// Lbsim is the lbsim program; Caddy is Caddy's "caddy lbpack" subcommand.
+var (
+	Lbsim = Host{Name: "lbsim"}
+	Caddy = Host{Name: "caddy lbpack", CaddyNames: true}
+)
+
+// running is the host of the Run in progress, which the subcommands' flag
+// sets and messages read; runMu makes Runs take turns, so that each sees
+// its own (a command line runs one at a time anyway).
+var (
+	runMu   sync.Mutex
+	running = Lbsim
+)
 
 // Run is lbsim with its arguments (without the program name) and streams; it
 // returns the exit status. Tests call it directly.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return Lbsim.Run(args, stdin, stdout, stderr)
+}
+
+// Run runs the command line args (without the program name) in host h and
+// returns the exit status.
+func (h Host) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	runMu.Lock()
+	defer runMu.Unlock()
+	running = h
+	defer func() { running = Lbsim }()
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -53,16 +90,30 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			// The flag package has printed the message and the usage.
 			return exitUsage
 		}
-		fmt.Fprintf(stderr, "lbsim %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s %s: %v\n", running.Name, name, err)
 		return exitCode(err)
 	}
-	fmt.Fprintf(stderr, "lbsim: unknown command %q\n", name)
+	fmt.Fprintf(stderr, "%s: unknown command %q\n", running.Name, name)
 	usage(stderr)
 	return exitUsage
 }
 
+// CommandInfo names one subcommand and says what it does.
+type CommandInfo struct {
+	Name, Summary string
+}
+
+// Commands lists the subcommands, in the order usage shows them.
+func Commands() []CommandInfo {
+	out := make([]CommandInfo, len(commands))
+	for i, c := range commands {
+		out[i] = CommandInfo{c.name, c.summary}
+	}
+	return out
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: lbsim COMMAND [flags]   (lbsim COMMAND -h for its flags)")
+	fmt.Fprintf(w, "usage: %s COMMAND [flags]   (%s COMMAND -h for its flags)\n", running.Name, running.Name)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -81,10 +132,11 @@ func isFlagError(err error) bool {
 
 // newFlagSet returns a flag set that reports to stderr and returns errors.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("lbsim "+name, flag.ContinueOnError)
+	prog := running.Name
+	fs := flag.NewFlagSet(prog+" "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lbsim %s %s\n", name, synopsis)
+		fmt.Fprintf(stderr, "usage: %s %s %s\n", prog, name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs

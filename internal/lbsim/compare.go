@@ -34,10 +34,10 @@ func variants() []variant {
 				out = append(out, variant{s + " " + m, core.Config{Strategy: s, HashMode: m}})
 			}
 		case core.LeastConn:
-			out = append(out, variant{s, core.Config{Strategy: s}})
-			out = append(out, variant{s + " two_choices", core.Config{Strategy: s, TwoChoices: true}})
+			out = append(out, variant{shown(s), core.Config{Strategy: s}})
+			out = append(out, variant{shown(s) + " two_choices", core.Config{Strategy: s, TwoChoices: true}})
 		default:
-			out = append(out, variant{s, core.Config{Strategy: s}})
+			out = append(out, variant{shown(s), core.Config{Strategy: s}})
 		}
 	}
 	return out
@@ -112,7 +112,7 @@ func runCompare(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	perBackend := len(entries) <= maxShareColumns
 	header := []string{"strategy"}
 	if perBackend {
-		header = append(header, addrs...)
+		header = append(header, labels(entries)...)
 	}
 	header = append(header, "worst share err", "max dev", "longest run", "ns/pick")
 	rows := [][]string{header}

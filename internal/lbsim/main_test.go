@@ -37,7 +37,11 @@ func TestBadInput(t *testing.T) {
 		{"weight 0", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:8081=0"}, 2, []string{"--backends", `"127.0.0.1:8081=0"`, "weight 0"}},
 		{"negative weight", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:8081=-3"}, 2, []string{"--backends", "weight -3"}},
 		{"weight not a number", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:8081=five"}, 2, []string{"--backends", `weight "five"`}},
-		{"malformed backend", []string{"pick", "--strategy", "round_robin", "--backends", "localhost=2"}, 2, []string{"--backends", `address "localhost"`, "host:port"}},
+		{"malformed backend", []string{"pick", "--strategy", "round_robin", "--backends", "localhost:=2"}, 2, []string{"--backends", `address "localhost:"`, "port"}},
+		{"malformed bare name", []string{"pick", "--strategy", "round_robin", "--backends", "a,b/c"}, 2, []string{"--backends", `address "b/c"`, "HOST:PORT or a bare name"}},
+		{"name and its address", []string{"pick", "--strategy", "round_robin", "--backends", "a=2,a:80"}, 2, []string{"--backends", `"a" and "a:80" are the same backend a:80`}},
+		{"unknown strategy lists both names", []string{"pick", "--strategy", "nginx_least_conn", "--backends", "a,b"}, 2, []string{`--strategy "nginx_least_conn": unknown`, "least_conn (or weighted_least_conn)", "ip_hash (or nginx_ip_hash)"}},
+		{"down not a bare name", []string{"pick", "--strategy", "smooth_wrr", "--backends", "a,b", "--down", "a:80"}, 2, []string{"--down", `"a:80" is not in --backends`}},
 		{"bad port", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:99999"}, 2, []string{"--backends", `"127.0.0.1:99999"`, "port"}},
 		{"empty entry", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:8081,,127.0.0.1:8082"}, 2, []string{"--backends", "entry 2 is empty"}},
 		{"duplicate backend", []string{"pick", "--strategy", "round_robin", "--backends", "127.0.0.1:8081,127.0.0.1:8081=2"}, 2, []string{"--backends", `"127.0.0.1:8081" appears twice`}},
@@ -93,5 +97,50 @@ func TestHelp(t *testing.T) {
 	code, _, stderr := lbsim(t, "", "pick", "-h")
 	if code != 0 || !strings.Contains(stderr, "-backends") {
 		t.Errorf("pick -h: exit status %d, stderr %q", code, stderr)
+	}
+}
+
+// The Caddy host speaks as "caddy lbpack" and lists Caddy's policy names;
+// lbsim keeps its own name and core's.
+func TestHostNames(t *testing.T) {
+	run := func(h Host, args ...string) (int, string, string) {
+		var out, errOut strings.Builder
+		code := h.Run(args, strings.NewReader(""), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	tests := []struct {
+		host   Host
+		args   []string
+		code   int
+		stream int // 1 stdout, 2 stderr
+		want   []string
+	}{
+		{Caddy, []string{"help"}, 0, 1, []string{"usage: caddy lbpack COMMAND [flags]   (caddy lbpack COMMAND -h for its flags)"}},
+		{Caddy, nil, 2, 2, []string{"usage: caddy lbpack COMMAND"}},
+		{Caddy, []string{"pik"}, 2, 2, []string{`caddy lbpack: unknown command "pik"`}},
+		{Caddy, []string{"pick", "--strategy", "smooth_wrr"}, 2, 2, []string{"caddy lbpack pick: --backends is required"}},
+		{Caddy, []string{"pick", "-h"}, 0, 2, []string{"usage: caddy lbpack pick --strategy NAME", "weighted_least_conn (or least_conn)", "nginx_ip_hash (or ip_hash)"}},
+		{Caddy, []string{"pick", "--strategy", "nope", "--backends", "a"}, 2, 2, []string{`caddy lbpack pick: --strategy "nope": unknown (want one of fair, gcd_wrr, nginx_ip_hash (or ip_hash), random, round_robin, smooth_wrr, url_hash, weighted_least_conn (or least_conn), weighted_random)`}},
+		{Caddy, []string{"trace", "--strategy", "nginx_ip_hash", "--backends", "a"}, 2, 2, []string{`caddy lbpack trace: --strategy "nginx_ip_hash": trace shows smooth_wrr or gcd_wrr`}},
+		{Lbsim, []string{"pick", "-h"}, 0, 2, []string{"usage: lbsim pick --strategy NAME", "least_conn (or weighted_least_conn)", "ip_hash (or nginx_ip_hash)"}},
+		{Lbsim, []string{"pick", "--strategy", "smooth_wrr"}, 2, 2, []string{"lbsim pick: --backends is required"}},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := run(tt.host, tt.args...)
+		got := stdout
+		if tt.stream == 2 {
+			got = stderr
+		}
+		if code != tt.code {
+			t.Errorf("%s %v: exit status %d, want %d (stderr %q)", tt.host.Name, tt.args, code, tt.code, stderr)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s %v: output %q lacks %q", tt.host.Name, tt.args, got, w)
+			}
+		}
+		if tt.host.Name == "caddy lbpack" && strings.Contains(stdout+stderr, "lbsim") {
+			t.Errorf("%s %v: says lbsim: %q", tt.host.Name, tt.args, stdout+stderr)
+		}
 	}
 }

@@ -12,13 +12,13 @@ import (
 // read from stdin for the hash strategies.
 func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlagSet("pick", "--strategy NAME --backends HOST:PORT=W[,...] [--down HOST:PORT[,...]] [--hash-mode MODE] [-n N]", stderr)
+	fs := newFlagSet("pick", "--strategy NAME --backends HOST:PORT=W|NAME=W[,...] [--down HOST:PORT|NAME[,...]] [--hash-mode MODE] [-n N]", stderr)
 	c.register(fs, true, 10)
 	c.registerOptions(fs)
 	if err := parseFlags(&c, fs, args); err != nil {
 		return err
 	}
-	cfg, _, err := c.strategyConfig()
+	cfg, entries, err := c.strategyConfig()
 	if err != nil {
 		return err
 	}
@@ -28,10 +28,11 @@ func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	names := labels(entries)
 	out := bufio.NewWriter(stdout)
 	if !keyed(c.strategy) {
 		for range c.n {
-			if err := pickOne(b, "", out); err != nil {
+			if err := pickOne(b, names, "", out); err != nil {
 				out.Flush()
 				return err
 			}
@@ -55,19 +56,20 @@ func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			out.Flush()
 			return fmt.Errorf("reading keys: %v", err)
 		}
-		if err := pickOne(b, key, out); err != nil {
+		if err := pickOne(b, names, key, out); err != nil {
 			out.Flush()
 			return err
 		}
 	}
 }
 
-// pickOne picks once for key and prints the chosen address.
-func pickOne(b *core.Balancer, key string, out *bufio.Writer) error {
+// pickOne picks once for key and prints the chosen backend as --backends
+// names it (names, by backend index).
+func pickOne(b *core.Balancer, names []string, key string, out *bufio.Writer) error {
 	i, err := b.Pick(key)
 	if err != nil {
 		return err
 	}
-	out.WriteString(b.Backend(i).Address)
+	out.WriteString(names[i])
 	return out.WriteByte('\n')
 }

@@ -276,3 +276,57 @@ func TestPickStagger(t *testing.T) {
 		t.Errorf("8 seeds all started at the same point %v", starts)
 	}
 }
+
+// pick takes bare names as trace does, and prints them back; a bare name
+// is the address NAME:80 to the hash strategies.
+func TestPickBareNames(t *testing.T) {
+	tests := []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"--strategy", "smooth_wrr", "--backends", "a=5,b=3,c=2"}, "", "a b c a a b a c b a"},
+		{[]string{"--strategy", "smooth_wrr", "--backends", "a=5,b=3,c=2", "--down", "b", "-n", "7"}, "", "a c a a a c a"},
+		{[]string{"--strategy", "gcd_wrr", "--backends", "web-1=6,10.0.0.2:80=3,web_3=1"}, "", "web-1 web-1 web-1 web-1 10.0.0.2:80 web-1 10.0.0.2:80 web-1 10.0.0.2:80 web_3"},
+		{[]string{"--strategy", "smooth_wrr", "--backends", "a,b,c", "--backup", "c", "--down", "a", "-n", "3"}, "", "b b b"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := lbsim(t, tt.stdin, append([]string{"pick"}, tt.args...)...)
+		if code != 0 {
+			t.Fatalf("pick %v: exit status %d: %s", tt.args, code, stderr)
+		}
+		if got := strings.Join(strings.Fields(stdout), " "); got != tt.want {
+			t.Errorf("pick %v: got %s, want %s", tt.args, got, tt.want)
+		}
+	}
+	// The hash strategies map keys for "a" exactly as for "a:80".
+	var keys strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&keys, "/k/%d\n", i)
+	}
+	for _, mode := range []string{"ketama", "maglev", "modulo"} {
+		_, named, _ := lbsim(t, keys.String(), "pick", "--strategy", "url_hash", "--hash-mode", mode, "--backends", "a=2,b,c")
+		_, addressed, _ := lbsim(t, keys.String(), "pick", "--strategy", "url_hash", "--hash-mode", mode, "--backends", "a:80=2,b:80,c:80")
+		if want := strings.NewReplacer(":80", "").Replace(addressed); named != want || strings.Count(named, "\n") != 200 {
+			t.Errorf("url_hash %s: by names\n%.60s...\nby addresses\n%.60s...", mode, named, want)
+		}
+	}
+}
+
+// Caddy's policy names pick exactly as core's names do.
+func TestPickCaddyNames(t *testing.T) {
+	for _, tt := range []struct{ caddy, core, stdin string }{
+		{"weighted_least_conn", "least_conn", ""},
+		{"nginx_ip_hash", "ip_hash", "192.0.2.1\n198.51.100.7\n203.0.113.9\n10.1.2.3\n2001:db8::1\n"},
+	} {
+		args := []string{"--backends", "a=5,b=3,c=2", "-n", "10"}
+		code, byCaddy, stderr := lbsim(t, tt.stdin, append([]string{"pick", "--strategy", tt.caddy}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit status %d: %s", tt.caddy, code, stderr)
+		}
+		_, byCore, _ := lbsim(t, tt.stdin, append([]string{"pick", "--strategy", tt.core}, args...)...)
+		if byCaddy != byCore || byCaddy == "" {
+			t.Errorf("%s picked\n%s%s picked\n%s", tt.caddy, byCaddy, tt.core, byCore)
+		}
+	}
+}

@@ -76,6 +76,11 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	// The simulation knows the backends by address; the flags name them as
+	// --backends does.
+	lat = byAddress(lat, &c, cfg)
+	beh.slowdown = byAddress(beh.slowdown, &c, cfg)
+	beh.errors = byAddress(beh.errors, &c, cfg)
 	switch {
 	case rate < 0:
 		return usagef("--rate %v: must be positive", rate)
@@ -421,7 +426,7 @@ func writeSimulation(w io.Writer, c common, opt sim.Options, beh behaviour, res 
 		if opt.Config.Backends[i].Down {
 			dist += " (down)"
 		}
-		rows = append(rows, []string{b.Address, strconv.Itoa(opt.Config.Backends[i].Weight), dist, strconv.Itoa(b.Requests), percent(b.Share)})
+		rows = append(rows, []string{c.names[i], strconv.Itoa(opt.Config.Backends[i].Weight), dist, strconv.Itoa(b.Requests), percent(b.Share)})
 	}
 	return writeTable(w, rows)
 }

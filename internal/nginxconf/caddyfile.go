@@ -1,0 +1,507 @@
+package nginxconf
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Caddyfile prints the configuration as a Caddyfile for Caddy built with
+// lbpack: a site per server block, a handle per location, a reverse_proxy
+// with the lbpack policy of its upstream. It returns the warnings of the
+// conversion (Load's and Caddy's own).
+func (c *Config) Caddyfile() ([]byte, []Warning) {
+	w := &caddyWriter{warnings: append([]Warning(nil), c.Warnings...)}
+	w.line(0, "# Converted from nginx by lbpack (lbsim convert). Each block names the")
+	w.line(0, "# nginx directive it comes from.")
+	w.global(c.Sites)
+	for _, s := range c.Sites {
+		w.site(s)
+	}
+	return []byte(w.b.String()), sortWarnings(w.warnings)
+}
+
+type caddyWriter struct {
+	b        strings.Builder
+	warnings []Warning
+}
+
+func (w *caddyWriter) line(depth int, format string, args ...any) {
+	w.b.WriteString(strings.Repeat("\t", depth))
+	fmt.Fprintf(&w.b, format, args...)
+	w.b.WriteByte('\n')
+}
+
+func (w *caddyWriter) warn(p Pos, directive, format string, args ...any) {
+	w.warnings = append(w.warnings, Warning{Pos: p, Directive: directive, Msg: fmt.Sprintf(format, args...)})
+}
+
+// global writes the global options: the realip settings as the servers'
+// trusted_proxies and client_ip_headers. Caddy holds them per listener, so
+// servers that differ get the union, with a warning.
+func (w *caddyWriter) global(sites []*Site) {
+	var ri *RealIP
+	from := map[string]bool{}
+	for _, s := range sites {
+		if len(s.RealIP.From) == 0 {
+			continue
+		}
+		if ri == nil {
+			ri = &s.RealIP
+		} else if !sameRealIP(*ri, s.RealIP) {
+			w.warn(s.RealIP.Pos, "set_real_ip_from", "differs from the one at %s: Caddy trusts proxies for all sites of a listener; the union is trusted", ri.Pos)
+		}
+		for _, f := range s.RealIP.From {
+			from[f] = true
+		}
+	}
+	if ri == nil {
+		return
+	}
+	header := ri.Header
+	if header == "" {
+		header = "X-Real-IP" // nginx's default
+	}
+	w.line(0, "{")
+	w.line(1, "servers {")
+	w.line(2, "# set_real_ip_from (%s)", ri.Pos)
+	w.line(2, "trusted_proxies static %s", strings.Join(sortedKeys(from), " "))
+	w.line(2, "client_ip_headers %s", header)
+	if strings.EqualFold(header, "X-Forwarded-For") {
+		// Right to left, stopping at the first address not trusted: nginx's
+		// real_ip_recursive on. Caddy's default takes the leftmost address,
+		// which any client can write.
+		w.line(2, "trusted_proxies_strict")
+		if !ri.Recursive {
+			w.warn(ri.Pos, "real_ip_recursive", "off: nginx takes the last X-Forwarded-For address even when it is a trusted proxy; Caddy (trusted_proxies_strict) skips trusted ones, as real_ip_recursive on")
+		}
+	}
+	w.line(1, "}")
+	w.line(0, "}")
+}
+
+func sameRealIP(a, b RealIP) bool {
+	return strings.Join(a.From, " ") == strings.Join(b.From, " ") && a.Header == b.Header && a.Recursive == b.Recursive
+}
+
+// site writes one server block.
+func (w *caddyWriter) site(s *Site) {
+	var addrs []string
+	binds := map[string]bool{}
+	for _, ln := range s.Listens {
+		scheme := "http"
+		if ln.SSL {
+			scheme = "https"
+		}
+		names := s.Names
+		if len(names) == 0 || s.Default {
+			names = append(append([]string(nil), names...), "")
+		}
+		for _, n := range names {
+			addrs = append(addrs, scheme+"://"+n+":"+ln.Port)
+		}
+		if ln.Host != "" {
+			binds[ln.Host] = true
+		}
+	}
+	w.line(0, "")
+	w.line(0, "# server (%s)", s.Pos)
+	w.line(0, "%s {", strings.Join(addrs, ", "))
+	if len(binds) > 0 {
+		w.line(1, "bind %s", strings.Join(sortedKeys(binds), " "))
+	}
+	locs := append([]*Location(nil), s.Locations...)
+	// Caddy sorts handle blocks by path itself; writing them in that order
+	// makes the file read as it runs.
+	sort.SliceStable(locs, func(i, j int) bool { return matchRank(locs[i]) > matchRank(locs[j]) })
+	for i, loc := range locs {
+		w.location(s, loc, i)
+	}
+	w.line(0, "}")
+}
+
+// matchRank orders locations by nginx's preference: exact paths, regular
+// expressions, then prefixes longest first; the catch-all last.
+func matchRank(l *Location) int {
+	switch {
+	case l.Modifier == "=":
+		return 2<<20 + len(l.Path)
+	case l.Modifier == "~" || l.Modifier == "~*":
+		return 1 << 20
+	case l.Path == "/":
+		return -1
+	}
+	return len(l.Path)
+}
+
+// location writes one location as a handle block.
+func (w *caddyWriter) location(s *Site, loc *Location, i int) {
+	desc := strings.TrimSpace(loc.Modifier + " " + loc.Path)
+	w.line(1, "# location %s (%s)", desc, loc.Pos)
+	var matcher string
+	switch loc.Modifier {
+	case "=":
+		matcher = " " + caddyToken(loc.Path)
+	case "", "^~":
+		if loc.Path != "/" {
+			matcher = " " + caddyToken(loc.Path+"*")
+		}
+	case "~", "~*":
+		re := loc.Path
+		if loc.Modifier == "~*" {
+			re = "(?i)" + re
+		}
+		name := fmt.Sprintf("@location%d", i)
+		w.line(1, "%s path_regexp %s", name, caddyToken(re))
+		matcher = " " + name
+		w.warn(loc.Pos, "location", "%s: a regular expression: Caddy tries it in its own order (path matchers by length), nginx after the longest prefix; check that the same requests reach it", desc)
+	}
+	w.line(1, "handle%s {", matcher)
+	var maps []argMap
+	body := &caddyWriter{}
+	keyOf := func(k Key, directive string) string {
+		return caddyKey(k, &maps, func(format string, args ...any) {
+			w.warn(k.Pos, directive, format, args...)
+		})
+	}
+	for _, h := range loc.AddHeaders {
+		if loc.Proxy != nil && usesVar(h.Value, "upstream_addr") {
+			continue // set by reverse_proxy's header_down below
+		}
+		body.line(2, "header %s %s", caddyToken(h.Name), caddyToken(keyOf(h.Value, "add_header")))
+	}
+	switch {
+	case loc.Proxy != nil:
+		w.proxy(body, loc, keyOf)
+	case loc.Return != nil:
+		r := loc.Return
+		text := keyOf(r.Text, "return")
+		if r.Code >= 300 && r.Code < 400 && text != "" {
+			body.line(2, "redir %s %d", caddyToken(text), r.Code)
+		} else if text != "" {
+			body.line(2, "respond %s %d", caddyToken(text), r.Code)
+		} else {
+			body.line(2, "respond %d", r.Code)
+		}
+	}
+	for _, m := range maps {
+		w.line(2, "map {http.request.uri.query} %s {", m.placeholder())
+		w.line(3, "# $arg_%s: the raw argument, as nginx hashes it", m.name)
+		w.line(3, `%s "${1}"`, caddyToken(m.regexp()))
+		w.line(2, "}")
+	}
+	w.warnings = append(w.warnings, body.warnings...)
+	w.b.WriteString(body.b.String())
+	w.line(1, "}")
+}
+
+func usesVar(k Key, name string) bool {
+	for _, p := range k.Parts {
+		if p.Var == name {
+			return true
+		}
+	}
+	return false
+}
+
+// proxy writes a location's reverse_proxy.
+func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, string) string) {
+	p := loc.Proxy
+	var addrs []string
+	u := p.Upstream
+	if u != nil {
+		for _, s := range u.Servers {
+			addrs = append(addrs, s.Addr)
+		}
+		b.line(2, "# proxy_pass (%s) to upstream %s (%s)", p.Pos, u.Name, u.Pos)
+	} else {
+		addrs = []string{p.Addr}
+		b.line(2, "# proxy_pass (%s)", p.Pos)
+	}
+	if p.Scheme == "https" {
+		for i, a := range addrs {
+			addrs[i] = "https://" + a
+		}
+	}
+	inner := &caddyWriter{}
+	if u != nil {
+		w.policy(inner, u, keyOf)
+		w.health(inner, u)
+	}
+	w.retries(inner, p, u)
+	for _, h := range p.SetHeaders {
+		w.setHeader(inner, h, keyOf)
+	}
+	for _, h := range loc.AddHeaders {
+		if usesVar(h.Value, "upstream_addr") {
+			inner.line(3, "header_down %s %s", caddyToken(h.Name), caddyToken(keyOf(h.Value, "add_header")))
+		}
+	}
+	w.transport(inner, p, u)
+	if inner.b.Len() == 0 {
+		b.line(2, "reverse_proxy %s", strings.Join(addrs, " "))
+		return
+	}
+	b.line(2, "reverse_proxy %s {", strings.Join(addrs, " "))
+	b.b.WriteString(inner.b.String())
+	b.line(2, "}")
+}
+
+// caddyPolicies are the lbpack Caddy policies by nginx method.
+var caddyPolicies = map[string]string{
+	RoundRobin: "smooth_wrr",
+	LeastConn:  "weighted_least_conn",
+	IPHash:     "nginx_ip_hash",
+	Hash:       "url_hash",
+	Random:     "weighted_least_conn", // with two_choices; plain random below
+	LeastTime:  "fair",
+}
+
+// policy writes lb_policy with the upstream's weights and per-server
+// settings.
+func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string) string) {
+	name := caddyPolicies[u.Method]
+	if u.Method == Random {
+		switch {
+		case u.TwoLeastTime:
+			name = "fair"
+		case !u.Two:
+			// lbpack's Caddy policies have no weighted random: smooth
+			// weighted round robin gives the same shares, in a fixed order.
+			name = "smooth_wrr"
+			w.warn(u.MethodPos, "random", "converted to smooth_wrr: the same shares by weight, in nginx's round robin order instead of at random")
+		}
+	}
+	var lines []string
+	if u.Method == Hash {
+		lines = append(lines, "key "+caddyToken(keyOf(u.Key, "hash")))
+		if u.Consistent {
+			lines = append(lines, "mode ketama")
+		} else {
+			lines = append(lines, "mode modulo")
+		}
+	}
+	if u.Method == Random && u.Two && !u.TwoLeastTime {
+		lines = append(lines, "two_choices")
+	}
+	uniform := uniformFailures(u)
+	weighted := false
+	for _, s := range u.Servers {
+		weighted = weighted || s.Weight != 1
+	}
+	var backup, down []string
+	for _, s := range u.Servers {
+		if s.Backup {
+			backup = append(backup, s.Addr)
+		}
+		if s.Down {
+			down = append(down, s.Addr)
+		}
+	}
+	if len(backup) > 0 {
+		lines = append(lines, "backup "+strings.Join(backup, " "))
+	}
+	if len(down) > 0 {
+		lines = append(lines, "down "+strings.Join(down, " "))
+	}
+	for _, s := range u.Servers {
+		if s.SlowStart > 0 {
+			lines = append(lines, fmt.Sprintf("slow_start %s %s", s.Addr, caddyDuration(s.SlowStart)))
+		}
+		if s.MaxConns > 0 {
+			lines = append(lines, fmt.Sprintf("max_conns %s %d", s.Addr, s.MaxConns))
+		}
+		if !uniform {
+			lines = append(lines, fmt.Sprintf("max_fails %s %d", s.Addr, s.MaxFails))
+			lines = append(lines, fmt.Sprintf("fail_timeout %s %s", s.Addr, caddyDuration(s.FailTimeout)))
+		}
+	}
+	head := "lb_policy " + name
+	if weighted {
+		for _, s := range u.Servers {
+			head += " " + strconv.Itoa(s.Weight)
+		}
+	}
+	if len(lines) == 0 {
+		b.line(3, "%s", head)
+		return
+	}
+	b.line(3, "%s {", head)
+	for _, l := range lines {
+		b.line(4, "%s", l)
+	}
+	b.line(3, "}")
+}
+
+// uniformFailures reports whether every server has the same max_fails and
+// fail_timeout: then Caddy's passive health check, set per proxy, carries
+// them; otherwise the policy takes them per address.
+func uniformFailures(u *Upstream) bool {
+	for _, s := range u.Servers {
+		if s.MaxFails != u.Servers[0].MaxFails || s.FailTimeout != u.Servers[0].FailTimeout {
+			return false
+		}
+	}
+	return true
+}
+
+// health writes the passive health check that carries nginx's max_fails
+// and fail_timeout (1 and 10s unless written), and unhealthy_status for
+// the http_ conditions of proxy_next_upstream, which nginx counts as
+// failures too.
+func (w *caddyWriter) health(b *caddyWriter, u *Upstream) {
+	if !uniformFailures(u) {
+		return
+	}
+	s := u.Servers[0]
+	if s.MaxFails == 0 {
+		return // max_fails=0: nginx counts no failures
+	}
+	b.line(3, "# max_fails=%d fail_timeout=%s: nginx's defaults unless written", s.MaxFails, caddyDuration(s.FailTimeout))
+	b.line(3, "fail_duration %s", caddyDuration(s.FailTimeout))
+	b.line(3, "max_fails %d", s.MaxFails)
+}
+
+// retries writes proxy_next_upstream's meaning: lb_retries (each server once
+// unless proxy_next_upstream_tries is written), lb_try_duration, and
+// lb_retry_match for the methods nginx retries after sending and for the
+// statuses it retries.
+func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
+	r := p.Retry
+	if r.Off() {
+		return // Caddy does not retry unless told to
+	}
+	n := 1
+	if u != nil {
+		n = 0
+		for _, s := range u.Servers {
+			if !s.Down {
+				n++
+			}
+		}
+	}
+	if r.Tries > 0 && r.Tries < n {
+		n = r.Tries
+	}
+	if n > 1 {
+		b.line(3, "# proxy_next_upstream %s: each server at most once", strings.Join(r.Conditions, " "))
+		b.line(3, "lb_retries %d", n-1)
+	}
+	if r.Timeout > 0 {
+		b.line(3, "lb_try_duration %s", caddyDuration(r.Timeout))
+	}
+	if n <= 1 && r.Timeout == 0 {
+		return
+	}
+	// After the request was sent, nginx retries every method but POST, LOCK
+	// and PATCH (all with non_idempotent); Caddy only GET unless matched.
+	methods := "GET HEAD PUT DELETE OPTIONS TRACE"
+	if r.Has("non_idempotent") {
+		methods += " POST LOCK PATCH"
+	}
+	if r.Has("error") || r.Has("timeout") || r.Has("invalid_header") {
+		b.line(3, "lb_retry_match {")
+		b.line(4, "method %s", methods)
+		b.line(3, "}")
+	}
+	var codes []string
+	for _, c := range r.Conditions {
+		if s, ok := strings.CutPrefix(c, "http_"); ok {
+			codes = append(codes, s)
+		}
+	}
+	if len(codes) > 0 {
+		b.line(3, "lb_retry_match {")
+		b.line(4, "expression `{rp.status_code} in [%s]`", strings.Join(codes, ", "))
+		b.line(3, "}")
+		var failing []string
+		for _, c := range codes {
+			if c != "403" && c != "404" {
+				failing = append(failing, c)
+			}
+		}
+		if len(failing) > 0 && u != nil && u.Servers[0].MaxFails > 0 && uniformFailures(u) {
+			b.line(3, "unhealthy_status %s", strings.Join(failing, " "))
+		}
+	}
+}
+
+// hostDefault reports whether proxy_set_header h asks for what Caddy and
+// the Traefik plugin do anyway: pass the client's Host, append the client
+// to X-Forwarded-For.
+func hostDefault(h Header) bool {
+	one := func(name, v string) bool {
+		return strings.EqualFold(h.Name, name) && len(h.Value.Parts) == 1 && h.Value.Parts[0].Var == v
+	}
+	return one("Host", "host") || one("X-Forwarded-For", "proxy_add_x_forwarded_for")
+}
+
+// setHeader writes proxy_set_header as header_up.
+func (w *caddyWriter) setHeader(b *caddyWriter, h Header, keyOf func(Key, string) string) {
+	if hostDefault(h) {
+		return
+	}
+	v := keyOf(h.Value, "proxy_set_header")
+	if v == "" {
+		b.line(3, "header_up -%s", caddyToken(h.Name))
+		return
+	}
+	b.line(3, "header_up %s %s", caddyToken(h.Name), caddyToken(v))
+}
+
+// transport writes the timeouts and keepalive as the http transport's.
+func (w *caddyWriter) transport(b *caddyWriter, p *Proxy, u *Upstream) {
+	var lines []string
+	if p.ConnectTimeout > 0 {
+		lines = append(lines, "dial_timeout "+caddyDuration(p.ConnectTimeout))
+	}
+	if p.ReadTimeout > 0 {
+		lines = append(lines, "read_timeout "+caddyDuration(p.ReadTimeout))
+	}
+	if p.SendTimeout > 0 {
+		lines = append(lines, "write_timeout "+caddyDuration(p.SendTimeout))
+	}
+	if u != nil && u.Keepalive > 0 {
+		lines = append(lines, fmt.Sprintf("keepalive_idle_conns %d", u.Keepalive))
+	}
+	if u != nil && u.KeepaliveTimeout > 0 {
+		lines = append(lines, "keepalive "+caddyDuration(u.KeepaliveTimeout))
+	}
+	if p.Scheme == "https" {
+		lines = append(lines, "tls")
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.line(3, "transport http {")
+	for _, l := range lines {
+		b.line(4, "%s", l)
+	}
+	b.line(3, "}")
+}
+
+// caddyDuration writes a duration as Caddy and Traefik parse it, without
+// Go's trailing zero units ("1m", not "1m0s").
+func caddyDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// caddyToken quotes a Caddyfile token when it needs it.
+func caddyToken(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"`") || strings.HasPrefix(s, "#") {
+		if !strings.Contains(s, "`") {
+			return "`" + s + "`"
+		}
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	}
+	return s
+}

@@ -1,0 +1,474 @@
+package nginxconf
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// load parses and loads one nginx.conf held in memory.
+func load(t *testing.T, conf string) (*Config, error) {
+	t.Helper()
+	ds, err := ParseFS(fstest.MapFS{"nginx.conf": {Data: []byte(conf)}}, "nginx.conf")
+	if err != nil {
+		return nil, err
+	}
+	return Load(ds)
+}
+
+// site wraps an upstream block in the smallest http block that uses it.
+func site(upstream string) string {
+	return "http {\n" + upstream + "\nserver { listen 8080; location / { proxy_pass http://u; } }\n}\n"
+}
+
+// section returns the lines of out from the first line containing start
+// through the line, at the same indentation, that closes it.
+func section(out, start string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, start) {
+			continue
+		}
+		if !strings.HasSuffix(l, "{") {
+			return l
+		}
+		indent := l[:len(l)-len(strings.TrimLeft(l, "\t "))]
+		for j := i + 1; j < len(lines); j++ {
+			if lines[j] == indent+"}" {
+				return strings.Join(lines[i:j+1], "\n")
+			}
+		}
+		return l
+	}
+	return ""
+}
+
+func warningsText(ws []Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString(w.String() + "\n")
+	}
+	return b.String()
+}
+
+// TestCaddyPolicies: every nginx method and server parameter, and the
+// reverse_proxy it becomes.
+func TestCaddyPolicies(t *testing.T) {
+	cases := []struct {
+		name, upstream, want string
+	}{
+		{"round robin, weights, backup and down", `upstream u {
+	server 10.0.0.1:80 weight=5;
+	server 10.0.0.2:80 weight=3;
+	server 10.0.0.3 weight=2 down;
+	server [2001:db8::0001]:8080 backup;
+}`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 10.0.0.3:80 [2001:db8::1]:8080 {
+			lb_policy smooth_wrr 5 3 2 1 {
+				backup [2001:db8::1]:8080
+				down 10.0.0.3:80
+			}
+			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
+			fail_duration 10s
+			max_fails 1
+			# proxy_next_upstream error timeout: each server at most once
+			lb_retries 2
+			lb_retry_match {
+				method GET HEAD PUT DELETE OPTIONS TRACE
+			}
+		}`},
+		{"least_conn with uniform failures and max_conns", `upstream u {
+	least_conn;
+	server 10.0.0.1:80 max_fails=3 fail_timeout=30s max_conns=100;
+	server 10.0.0.2:80 max_fails=3 fail_timeout=30s slow_start=1m;
+}`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 {
+			lb_policy weighted_least_conn {
+				max_conns 10.0.0.1:80 100
+				slow_start 10.0.0.2:80 1m
+			}
+			# max_fails=3 fail_timeout=30s: nginx's defaults unless written
+			fail_duration 30s
+			max_fails 3
+			# proxy_next_upstream error timeout: each server at most once
+			lb_retries 1
+			lb_retry_match {
+				method GET HEAD PUT DELETE OPTIONS TRACE
+			}
+		}`},
+		{"per-server max_fails and fail_timeout go to the policy", `upstream u {
+	server 10.0.0.1:80 weight=5;
+	server 10.0.0.2:80 weight=3 max_fails=2 fail_timeout=5s;
+	server 10.0.0.3:80 max_fails=0;
+}`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 10.0.0.3:80 {
+			lb_policy smooth_wrr 5 3 1 {
+				max_fails 10.0.0.1:80 1
+				fail_timeout 10.0.0.1:80 10s
+				max_fails 10.0.0.2:80 2
+				fail_timeout 10.0.0.2:80 5s
+				max_fails 10.0.0.3:80 0
+				fail_timeout 10.0.0.3:80 10s
+			}
+			# proxy_next_upstream error timeout: each server at most once
+			lb_retries 2
+			lb_retry_match {
+				method GET HEAD PUT DELETE OPTIONS TRACE
+			}
+		}`},
+		{"ip_hash, max_fails=0 everywhere, keepalive", `upstream u {
+	ip_hash;
+	server 10.0.0.1:80 max_fails=0;
+	server 10.0.0.2:80 max_fails=0 down;
+	keepalive 32;
+	keepalive_timeout 90s;
+}`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 {
+			lb_policy nginx_ip_hash {
+				down 10.0.0.2:80
+			}
+			transport http {
+				keepalive_idle_conns 32
+				keepalive 1m30s
+			}
+		}`},
+		{"hash consistent on a composite key", `upstream u {
+	hash "$http_x_user_id/$cookie_sid:$request_uri{$remote_addr}" consistent;
+	server 10.0.0.1:80;
+	server 10.0.0.2:80;
+}`, `lb_policy url_hash {
+				key {http.request.header.X-User-Id}/{http.request.cookie.sid}:{http.request.orig_uri}\{{client_ip}\}
+				mode ketama
+			}`},
+		{"hash modulo on a raw query argument", `upstream u {
+	hash $arg_Key;
+	server 10.0.0.1:80;
+}`, `handle {
+		map {http.request.uri.query} {nginx.arg_Key} {
+			# $arg_Key: the raw argument, as nginx hashes it
+			~(?:^|&)(?i:Key)=([^&]*) "${1}"
+		}
+		# proxy_pass (nginx.conf:6) to upstream u (nginx.conf:2)
+		reverse_proxy 10.0.0.1:80 {
+			lb_policy url_hash {
+				key {nginx.arg_Key}
+				mode modulo
+			}
+			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
+			fail_duration 10s
+			max_fails 1
+		}
+	}`},
+		{"random two least_conn", `upstream u {
+	random two least_conn;
+	server 10.0.0.1:80 weight=2;
+	server 10.0.0.2:80;
+}`, `lb_policy weighted_least_conn 2 1 {
+				two_choices
+			}`},
+		{"random", `upstream u { random; server 10.0.0.1:80 weight=2; server 10.0.0.2:80; }`,
+			`lb_policy smooth_wrr 2 1`},
+		{"least_time (NGINX Plus)", `upstream u { least_time header; server 10.0.0.1:80; server 10.0.0.2:80; }`,
+			`lb_policy fair`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load(t, site(c.upstream))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := cfg.Caddyfile()
+			first := strings.TrimSpace(strings.SplitN(c.want, "\n", 2)[0])
+			if got := strings.TrimSpace(section(string(out), first)); got != strings.TrimSpace(c.want) {
+				t.Errorf("got:\n%s\nwant:\n%s\nwhole output:\n%s", got, c.want, out)
+			}
+		})
+	}
+}
+
+// TestCaddyRetries: proxy_next_upstream and its limits, inherited from
+// http to server to location as nginx inherits them.
+func TestCaddyRetries(t *testing.T) {
+	up := "upstream u { server 10.0.0.1:80; server 10.0.0.2:80; server 10.0.0.3:80; server 10.0.0.4:80 backup; }\n"
+	cases := []struct {
+		name, http, server, location, want string
+	}{
+		{"off", "proxy_next_upstream off;", "", "", ""},
+		{"tries caps the servers", "", "proxy_next_upstream_tries 2;", "", "lb_retries 1\nlb_retry_match {\nmethod GET HEAD PUT DELETE OPTIONS TRACE\n}"},
+		{"statuses, non_idempotent, a timeout; the location's own replaces the server's", "proxy_next_upstream off;",
+			"proxy_next_upstream_timeout 5s;", "proxy_next_upstream error http_502 http_404 non_idempotent;",
+			"lb_retries 3\nlb_try_duration 5s\nlb_retry_match {\nmethod GET HEAD PUT DELETE OPTIONS TRACE POST LOCK PATCH\n}\n" +
+				"lb_retry_match {\nexpression `{rp.status_code} in [502, 404]`\n}\nunhealthy_status 502"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conf := "http {\n" + c.http + up + "server { " + c.server + " location / { " + c.location + " proxy_pass http://u; } }\n}\n"
+			cfg, err := load(t, conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := cfg.Caddyfile()
+			got := unindent(string(out))
+			if c.want == "" {
+				if strings.Contains(got, "lb_retr") || strings.Contains(got, "lb_try") {
+					t.Errorf("retries with proxy_next_upstream off:\n%s", out)
+				}
+				return
+			}
+			if !strings.Contains(got, "\n"+c.want+"\n") {
+				t.Errorf("want:\n%s\nin:\n%s", c.want, out)
+			}
+		})
+	}
+}
+
+// unindent drops every line's leading tabs.
+func unindent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestCaddySites: listen, server_name, default servers, locations and the
+// realip settings.
+func TestCaddySites(t *testing.T) {
+	conf := `http {
+	set_real_ip_from 10.0.0.0/8;
+	set_real_ip_from 2001:db8::/32;
+	real_ip_header X-Forwarded-For;
+	real_ip_recursive on;
+	upstream u { server 10.0.0.1:80; }
+	server {
+		listen 127.0.0.1:8080;
+		server_name example.com .example.org;
+		location = /health { return 200 "ok"; }
+		location /api/ { proxy_pass http://u; proxy_set_header X-Client $remote_addr; }
+		location ~* \.php$ { proxy_pass http://127.0.0.1:9000; }
+		location / { return 301 https://example.com$request_uri; }
+	}
+	server {
+		listen 8080;
+		server_name other.example;
+		location / { proxy_pass https://u; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warnings := cfg.Caddyfile()
+	want := `{
+	servers {
+		# set_real_ip_from (nginx.conf:3)
+		trusted_proxies static 10.0.0.0/8 2001:db8::/32
+		client_ip_headers X-Forwarded-For
+		trusted_proxies_strict
+	}
+}
+
+# server (nginx.conf:7)
+http://example.com:8080, http://example.org:8080, http://*.example.org:8080, http://:8080 {
+	bind 127.0.0.1
+	# location = /health (nginx.conf:10)
+	handle /health {
+		respond ok 200
+	}
+	# location ~* \.php$ (nginx.conf:12)
+	@location1 path_regexp (?i)\.php$
+	handle @location1 {
+		# proxy_pass (nginx.conf:12)
+		reverse_proxy 127.0.0.1:9000
+	}
+	# location /api/ (nginx.conf:11)
+	handle /api/* {
+		# proxy_pass (nginx.conf:11) to upstream u (nginx.conf:6)
+		reverse_proxy 10.0.0.1:80 {
+			lb_policy smooth_wrr
+			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
+			fail_duration 10s
+			max_fails 1
+			header_up X-Client {client_ip}
+		}
+	}
+	# location / (nginx.conf:13)
+	handle {
+		redir https://example.com{http.request.orig_uri} 301
+	}
+}
+
+# server (nginx.conf:15)
+http://other.example:8080 {
+	# location / (nginx.conf:18)
+	handle {
+		# proxy_pass (nginx.conf:18) to upstream u (nginx.conf:6)
+		reverse_proxy https://10.0.0.1:80 {
+			lb_policy smooth_wrr
+			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
+			fail_duration 10s
+			max_fails 1
+			transport http {
+				tls
+			}
+		}
+	}
+}
+`
+	if got := string(out); !strings.HasSuffix(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	ws := warningsText(warnings)
+	if !strings.Contains(ws, "nginx.conf:12: location: ~* \\.php$: a regular expression") {
+		t.Errorf("no warning for the regular expression location:\n%s", ws)
+	}
+}
+
+// TestWarnings: what cannot be carried over names the directive and its
+// place.
+func TestWarnings(t *testing.T) {
+	cases := []struct {
+		name, conf string
+		caddy      []string // in Caddyfile's warnings
+		traefik    []string // in Traefik's warnings
+	}{
+		{"process settings and unknown directives", "worker_processes 4;\nevents { }\nhttp {\n gzip on;\n" +
+			"upstream u { zone z 64k; server 10.0.0.1:80; sticky cookie s; }\nserver { access_log off; location / { proxy_pass http://u; proxy_buffering off; } }\n}\n",
+			[]string{
+				"nginx.conf:1: worker_processes: an nginx process setting",
+				"nginx.conf:2: events: an nginx process setting",
+				"nginx.conf:4: gzip: not converted",
+				"nginx.conf:5: zone: not needed",
+				"nginx.conf:5: sticky: not converted",
+				"nginx.conf:6: access_log: not converted",
+				"nginx.conf:6: proxy_buffering: not converted",
+			}, nil},
+		{"keys whose bytes differ", "http {\nupstream u {\n hash $uri$cookie_a consistent;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
+			[]string{"nginx.conf:3: hash: $uri: Caddy's path is decoded", "nginx.conf:3: hash: $cookie_a: Caddy's cookie value"},
+			[]string{"nginx.conf:3: hash: $uri$cookie_a: the plugin hashes one of"}},
+		{"raw argument in Traefik", "http {\nupstream u {\n hash $arg_k;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
+			nil, []string{"nginx.conf:3: hash: $arg_k: the plugin hashes the decoded argument"}},
+		{"client address as written in Traefik", "http {\nupstream u {\n hash $remote_addr;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
+			nil, []string{"nginx.conf:3: hash: $remote_addr: the plugin hashes the client address as X-Forwarded-For writes it"}},
+		{"per-server failures in Traefik, NGINX Plus parameters", "http {\nupstream u {\n least_time header;\n server 10.0.0.1:80 resolve;\n server 10.0.0.2:80 max_fails=3;\n}\n" +
+			"server { location / { proxy_pass http://u; proxy_next_upstream error http_503; } }\n}\n",
+			[]string{"nginx.conf:3: least_time: NGINX Plus", "nginx.conf:4: server: resolve: not converted (NGINX Plus)"},
+			[]string{"nginx.conf:5: server: 10.0.0.2:80: max_fails=3 fail_timeout=10s: the plugin has one setting", "nginx.conf:7: proxy_next_upstream: http_503: not converted"}},
+		{"a host name, realip in Traefik", "http {\nreal_ip_header X-Real-IP;\nset_real_ip_from 10.0.0.1;\nupstream u { server app.internal:8080; }\nserver { location / { proxy_pass http://u; } }\n}\n",
+			[]string{"nginx.conf:4: server: app.internal:8080 is a name"},
+			[]string{"nginx.conf:3: real_ip_header: X-Real-IP: the plugin reads the client address from X-Forwarded-For only"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load(t, c.conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, cw := cfg.Caddyfile()
+			_, tw := cfg.Traefik()
+			for _, pair := range []struct {
+				host string
+				got  string
+				want []string
+			}{{"caddy", warningsText(cw), c.caddy}, {"traefik", warningsText(tw), c.traefik}} {
+				for _, w := range pair.want {
+					if !strings.Contains(pair.got, w) {
+						t.Errorf("%s warnings lack %q:\n%s", pair.host, w, pair.got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLoadErrors: bad input is an error with the file and line.
+func TestLoadErrors(t *testing.T) {
+	cases := []struct{ conf, want string }{
+		{"events {}\n", "nginx.conf:1: no http block: nothing to convert"},
+		{"http {\nupstream u { server 10.0.0.1:80; }\nupstream v { server 10.0.0.2:80; }\nserver { location / { proxy_pass http://u; } }\n}",
+			"nginx.conf:3: upstream v: no proxy_pass uses it"},
+		{site("upstream u {\n hash $binary_remote_addr;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: "$binary_remote_addr": unknown variable $binary_remote_addr`},
+		{site("upstream u {\n hash $arg_k$;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: "$arg_k$": invalid variable name after $`},
+		{site("upstream u {\n ip_hash;\n server 10.0.0.1:80;\n server 10.0.0.2:80 backup;\n}"), "nginx.conf:5: server 10.0.0.2:80: backup: nginx's ip_hash does not accept backup servers"},
+		{site("upstream u {\n server 10.0.0.1:80 weight=0;\n}"), "nginx.conf:3: weight=0: want a whole number of at least 1"},
+		{site("upstream u {\n server 10.0.0.1:80 wieght=2;\n}"), `nginx.conf:3: server 10.0.0.1:80: invalid parameter "wieght=2"`},
+		{site("upstream u {\n server 10.0.0.1:80 fail_timeout=ten;\n}"), "nginx.conf:3: fail_timeout=ten: want a time such as 10s or 500ms"},
+		{site("upstream u {\n server unix:/run/app.sock;\n}"), "nginx.conf:3: server unix:/run/app.sock: a unix socket"},
+		{site("upstream u {\n server 10.0.0.1:80;\n server 10.0.0.1;\n}"), "nginx.conf:4: server 10.0.0.1:80: the same address as the server at nginx.conf:3"},
+		{site("upstream u { server 10.0.0.1:80; }\nupstream u { server 10.0.0.2:80; }"), "nginx.conf:3: upstream u: duplicate (first at nginx.conf:2)"},
+		{site("upstream u {\n}"), "nginx.conf:2: upstream u: no servers"},
+		{site("upstream u {\n hash;\n server 10.0.0.1:80;\n}"), "nginx.conf:3: hash: want a key and optionally consistent"},
+		{site("upstream u {\n random three;\n server 10.0.0.1:80;\n}"), "nginx.conf:3: random: want nothing or two [method]"},
+		{"http {\nserver { location / { proxy_pass u; } }\n}", "nginx.conf:2: proxy_pass u: want http:// or https:// and a host"},
+		{"http {\nserver { location / { proxy_next_upstream error sometimes; proxy_pass http://10.0.0.1:80; } }\n}", `nginx.conf:2: proxy_next_upstream: unknown condition "sometimes"`},
+	}
+	for _, c := range cases {
+		_, err := load(t, c.conf)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s\nerror %v\nwant  %s", c.conf, err, c.want)
+		}
+	}
+}
+
+// TestTraefik: the middleware and router of a location.
+func TestTraefik(t *testing.T) {
+	conf := `http {
+	set_real_ip_from 127.0.0.1;
+	real_ip_header X-Forwarded-For;
+	upstream u {
+		hash $http_x_user consistent;
+		server 10.0.0.1:80 weight=2 max_conns=10;
+		server 10.0.0.2:80 down;
+	}
+	server {
+		listen 8081;
+		server_name a.example;
+		location /api/ { proxy_pass http://u; proxy_next_upstream_tries 2; proxy_connect_timeout 2s; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warnings := cfg.Traefik()
+	want := `http:
+  routers:
+    # location /api/ (nginx.conf:12)
+    server1-location1:
+      rule: "PathPrefix(` + "`/api/`" + `)"
+      priority: 1005
+      entryPoints: [port8081]
+      middlewares: [server1-location1]
+      service: noop@internal # the middleware answers every request
+  middlewares:
+    # upstream u (nginx.conf:4)
+    server1-location1:
+      plugin:
+        lbpack:
+          strategy: url_hash
+          hashKey: header:X-User
+          hashMode: ketama
+          servers:
+            - url: http://10.0.0.1:80
+              weight: 2
+              maxConns: 10
+            - url: http://10.0.0.2:80
+              down: true
+          maxFails: 1
+          failTimeout: 10s
+          retries: 1
+          connectTimeout: 2s
+          trustedIPs: ["127.0.0.1"]
+`
+	if got := string(out); !strings.HasSuffix(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	for _, w := range []string{
+		"nginx.conf:9: server: the default server of its port",
+	} {
+		if !strings.Contains(warningsText(warnings), w) {
+			t.Errorf("warnings lack %q:\n%s", w, warningsText(warnings))
+		}
+	}
+	if !strings.Contains(string(out), "#     port8081:\n#       address: \":8081\"\n#       forwardedHeaders:\n#         trustedIPs: [\"127.0.0.1\"]\n") {
+		t.Errorf("no static entry point in the comment:\n%s", out)
+	}
+}
