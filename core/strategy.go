@@ -132,7 +132,7 @@ type group struct {
 	hot []hotMember
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
-	totalWeight int
+	totalWeight int64 // 64-bit: on 32-bit platforms an int sum wraps
 	strategy    strategy
 	kind        int // kindOf(strategy)
 	// smooth is nginx's exact smooth weighted round robin over this group:
@@ -331,7 +331,7 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.hot = make([]hotMember, len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
-		g.totalWeight += m.weight
+		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
 		if !m.plain && !m.down {
