@@ -320,6 +320,28 @@ func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error)
 	return i, nil
 }
 
+// PickVersion is PickFunc for a caller whose view of availability changes
+// seldom and has a version: while the caller passes one version, available
+// must give the same answers (a caller bumps it whenever an answer may have
+// changed, say on every health change). The balancer may then reuse what it
+// learnt of the answers instead of asking about every backend: smooth_wrr,
+// which with a filter asks it about every backend on every pick (nginx's
+// choice depends on each answer), and with a backend refused makes nginx's
+// O(n) pass, learns nginx's schedule over the available backends within
+// two of its periods and follows it in O(1), nginx's choices still. The
+// other strategies ask available only about the backends they consider, as
+// with PickFunc. A nil available is Pick.
+func (b *Balancer) PickVersion(key string, available func(i int) bool, version uint64) (int, error) {
+	if available == nil {
+		return b.Pick(key)
+	}
+	i := pickFrom(b, request{key: key, avail: available, b: b, version: version, versioned: true})
+	if i < 0 {
+		return -1, ErrNoBackend
+	}
+	return i, nil
+}
+
 // pickFrom asks the strategy, of the primary group and then of the backups,
 // and returns the backend index or -1. The request travels by value: a
 // pointer passed through the strategy interface would escape and cost an

@@ -281,15 +281,26 @@ func (s *schedule) setMode(k int) {
 	}
 }
 
-// orbit is one period of a schedule. Only the canonical one (orbits[0]) is
-// immutable after build; smooth_wrr records its learned orbit (orbits[1])
-// while it is out of use, so entries of that one are read atomically.
+// orbit is one period of a schedule, immutable once in use (smooth_wrr
+// publishes each orbit it learns as a new one).
 type orbit struct {
 	table []int32 // member positions, one period
 	// base is smooth_wrr's nginx current weights (in smoothUnit) at
 	// position 0; nil means all 0 (the canonical period).
 	base []int64
 	cur  *cursor
+	// smooth_wrr's learned orbits: in lists the members that take part (nil:
+	// every member that is not down), total is the sum of their weights in
+	// units (0: the group's upTotal). An orbit over some members, learnt
+	// from picks with a caller's filter, holds while that filter refuses
+	// exactly the others: while a versioned filter (PickVersion) keeps the
+	// version it was learnt with, and the group is quiet (quiet says it was
+	// while learning), that is known in O(1).
+	in        []bool
+	total     int64
+	version   uint64
+	versioned bool
+	quiet     bool
 }
 
 // follow makes orbit o, at the schedule's k-th place, the one Pick follows.
@@ -417,6 +428,9 @@ type request struct {
 	avail func(int) bool
 	b     *Balancer
 	nowNs int64 // 0 until read
+	// version is avail's version when versioned (PickVersion).
+	version   uint64
+	versioned bool
 }
 
 // now returns the pick's time in Unix nanoseconds, reading the clock once.
