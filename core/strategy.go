@@ -443,8 +443,9 @@ func (r *request) now() int64 {
 
 // weight returns member m's weight for this pick: its configured weight,
 // scaled down while the member is in slow start (10% rising linearly to 100%
-// over Backend.SlowStart), and never below 1. Integer weights ramp in steps:
-// a weight below 10 starts at 1.
+// over Backend.SlowStart), and never below 1, in whole weights: what
+// EffectiveWeight shows. The picks ramp in thousandths (milliWeightNow,
+// rampShare), so that a weight below 10 ramps too.
 func (r *request) weight(m *member) int {
 	if m.ramping.Load() == 0 {
 		return m.weight
