@@ -125,3 +125,34 @@ func TestSmoothWRRVersionedConcurrent(t *testing.T) {
 		t.Fatalf("a pick on the learnt orbit allocates %v", a)
 	}
 }
+
+// TestSmoothWRRSeedAnywhere: leaving table mode at any position of a long
+// period (the state is seeded from the marks every stride entries and the
+// entries after the last mark), nginx's sequence goes on exactly; so it
+// does when leaving a learnt orbit.
+func TestSmoothWRRSeedAnywhere(t *testing.T) {
+	rng := rand.New(rand.NewSource(41))
+	w := drawWeights(rng, 40, 50) // a period of about 1,000 picks
+	W := sumInts(w)
+	for trial := 0; trial < 12; trial++ {
+		b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+		ref := newNginxSmooth(w, nil)
+		x := rng.Intn(len(w))
+		notX := func(i int) bool { return i != x }
+		check := func(k int, ok func(int) bool, what string) {
+			got, _ := b.PickFunc("", ok)
+			if want := ref.pick(ok); got != want {
+				t.Fatalf("trial %d, %s, pick %d: %d, nginx %d", trial, what, k, got, want)
+			}
+		}
+		for k, n := 0, rng.Intn(3*W); k < n; k++ { // table mode, to a random position
+			check(k, nil, "all")
+		}
+		for k := 0; k < 2*W+rng.Intn(W); k++ { // exact mode, then the learnt orbit
+			check(k, notX, "one refused")
+		}
+		for k := 0; k < 3*W; k++ { // seeded from the learnt orbit
+			check(k, nil, "all again")
+		}
+	}
+}

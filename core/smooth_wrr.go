@@ -117,7 +117,9 @@ func newSmoothWRR(g *group, start uint64) *smoothWRR {
 	}
 	s.cur = newCursor(len(s.table), start)
 	s.count = make([]int, len(g.members))
-	s.sched.follow(1, &orbit{table: s.table, cur: s.cur})
+	o := &orbit{table: s.table, cur: s.cur}
+	markOrbit(o, len(g.members))
+	s.sched.follow(1, o)
 	g.setSchedule(s.table, s.cur)
 	return s
 }
@@ -230,18 +232,40 @@ func exactPass(s *smoothWRR, g *group, r *request, among []int) int {
 	return best
 }
 
+// markOrbit gives orbit o, over n members, its marks: a row of counts every
+// stride entries, stride at least n, so that they take about as much room
+// as the table.
+func markOrbit(o *orbit, n int) {
+	o.stride = n
+	if o.stride < 64 {
+		o.stride = 64
+	}
+	rows := len(o.table)/o.stride + 1
+	o.marks = make([]int32, rows*n)
+	for c := 1; c < rows; c++ {
+		row := o.marks[c*n : (c+1)*n]
+		copy(row, o.marks[(c-1)*n:c*n])
+		for _, p := range o.table[(c-1)*o.stride : c*o.stride] {
+			row[p]++
+		}
+	}
+}
+
 // seed sets g.smooth's current weights to nginx's state at position p of
 // orbit o: a member that takes part in o is at base + p*weight - total*picks
 // (its picks in o's first p entries), one that does not stays at base.
 // Effective weights need no seeding: g.smooth holds them in every mode (a
 // failure lowers them at once), and table mode runs only while they are all
-// at their configured weights. Called with g.smooth.mu held; O(p + n).
+// at their configured weights. Called with g.smooth.mu held; O(n + stride),
+// from the last mark at or before p.
 func (s *smoothWRR) seed(g *group, o *orbit, p int) {
 	sm := g.smooth
+	n := len(s.count)
+	c := p / o.stride
 	for i := range s.count {
-		s.count[i] = 0
+		s.count[i] = int(o.marks[c*n+i])
 	}
-	for j := 0; j < p; j++ {
+	for j := c * o.stride; j < p; j++ {
 		s.count[o.table[j]]++
 	}
 	total := o.total
@@ -330,6 +354,7 @@ func record(s *smoothWRR, g *group, r *request, best int) {
 	if s.recSet != s.fullSet {
 		o.in = append([]bool(nil), s.recIn...)
 	}
+	markOrbit(o, len(g.members))
 	s.learned.Store(o)
 	s.sched.setMode(2)
 }

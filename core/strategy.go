@@ -301,6 +301,11 @@ type orbit struct {
 	version   uint64
 	versioned bool
 	quiet     bool
+	// marks[c*n+i] counts member i's entries in table[0:c*stride] (smooth_wrr,
+	// n members), so that seeding nginx's state at any position costs
+	// O(n + stride), not O(position).
+	marks  []int32
+	stride int
 }
 
 // follow makes orbit o, at the schedule's k-th place, the one Pick follows.
