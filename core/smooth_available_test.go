@@ -156,3 +156,35 @@ func TestSmoothWRRSeedAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSmoothWRRAdoptsVersion: an orbit learnt through PickFunc, or under an
+// older version, serves a versioned filter that gives its answers after one
+// pick that asks about every backend; the picks after ask about one.
+func TestSmoothWRRAdoptsVersion(t *testing.T) {
+	w := []int{5, 1, 3, 2, 4}
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	ref := newNginxSmooth(w, nil)
+	calls := 0
+	avail := func(i int) bool { calls++; return i != 2 }
+	for k := 0; k < 3*sumInts(w); k++ {
+		got, _ := b.PickFunc("", avail)
+		if want := ref.pick(avail); got != want {
+			t.Fatalf("PickFunc pick %d: %d, nginx %d", k, got, want)
+		}
+	}
+	if m := b.primary.strategy.(*smoothWRR).sched.mode(); m != 2 {
+		t.Fatalf("mode %d after three periods, want 2 (learnt)", m)
+	}
+	for _, version := range []uint64{7, 8} {
+		for k := 0; k < 5; k++ {
+			calls = 0
+			got, _ := b.PickVersion("", avail, version)
+			if k > 0 && calls != 1 || k == 0 && calls < len(w)-1 {
+				t.Fatalf("version %d pick %d: %d calls of the filter", version, k, calls)
+			}
+			if want := ref.pick(avail); got != want {
+				t.Fatalf("version %d pick %d: %d, nginx %d", version, k, got, want)
+			}
+		}
+	}
+}

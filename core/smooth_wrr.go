@@ -152,7 +152,7 @@ func pickSmoothWRR(s *smoothWRR, g *group, r *request) int {
 				o := s.sched.orbits[0]
 				return int(o.table[o.cur.take(1)])
 			}
-		} else if o, _ := s.learned.Load().(*orbit); o != nil && onOrbit(g, r, o) {
+		} else if o, _ := s.learned.Load().(*orbit); o != nil && onOrbit(s, g, r, o) {
 			if pos := int(o.table[o.cur.take(1)]); !r.versioned || usable(r, g.members[pos]) {
 				return pos
 			}
@@ -165,9 +165,11 @@ func pickSmoothWRR(s *smoothWRR, g *group, r *request) int {
 
 // onOrbit reports whether the members nginx's pass would see now are the
 // ones learned orbit o was learnt over. O(1) for a versioned filter at the
-// version o was learnt with while the group is quiet; otherwise it asks
-// about every member.
-func onOrbit(g *group, r *request, o *orbit) bool {
+// version o holds while the group is quiet; otherwise it asks about every
+// member, and a versioned filter found to give o's answers becomes o's
+// version (o is replaced by a copy that holds it), so that the picks after
+// are O(1) again.
+func onOrbit(s *smoothWRR, g *group, r *request, o *orbit) bool {
 	if o.in == nil {
 		return allEligible(g, r)
 	}
@@ -189,6 +191,11 @@ func onOrbit(g *group, r *request, o *orbit) bool {
 		if ok != o.in[i] {
 			return false
 		}
+	}
+	if r.versioned && o.quiet && isQuiet(g) {
+		c := *o // the slices and the cursor are shared: none changes
+		c.version, c.versioned = r.version, true
+		s.learned.CompareAndSwap(o, &c)
 	}
 	return true
 }

@@ -228,6 +228,40 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 	return trace, ""
 }
 
+// Outage plays a stable outage against a balancer: steps picks through
+// PickFunc refusing backend out (smooth_wrr learns its schedule over the
+// others), then steps through PickVersion with one version (the learnt
+// schedule adopts it), then steps with every backend back. The trace is the
+// picked indexes, NoBackend where there was none.
+func Outage(strategy, backends string, out, steps int) ([]int, string) {
+	cfg, err := config(strategy, "", "", backends, &clock{ns: 1700000000000000000}, &splitmix{s: 1})
+	if err != nil {
+		return nil, "driver: " + err.Error()
+	}
+	b, err := core.New(cfg)
+	if err != nil {
+		return nil, err.Error()
+	}
+	refuse := excluder(out)
+	var trace []int
+	for k := 0; k < 3*steps; k++ {
+		var i int
+		switch {
+		case k < steps:
+			i, err = b.PickFunc("", refuse)
+		case k < 2*steps:
+			i, err = b.PickVersion("", refuse, 7)
+		default:
+			i, err = b.Pick("")
+		}
+		if err != nil {
+			i = NoBackend
+		}
+		trace = append(trace, i)
+	}
+	return trace, ""
+}
+
 // Picker builds a balancer and returns a function that makes n picks and
 // returns the sum of the picked indexes (so that nothing is optimised away),
 // for benchmarks. It picks with core.PickIndex, as the Traefik plugin does.
