@@ -30,7 +30,8 @@ import "fmt"
 const ketamaPoints = 160
 
 // ketamaMaxWeight bounds the ring at about 10.5 million points: 80 MiB,
-// which is also all the build allocates (the points are sorted in place).
+// which is about all the build allocates (the points are sorted with a
+// buffer of a 256th of them, see ringSort).
 const ketamaMaxWeight = 1 << 16
 
 // ketamaIndexBits bounds the ring's lookup index at 2^16+1 entries (256 KiB).
@@ -73,7 +74,7 @@ func newKetamaRing(g *group) (*ketamaRing, error) {
 	}
 	// Sorting the whole keys puts equal points in member order, as nginx's
 	// stable sort does; the first of them stays.
-	flagSort(keys, 56)
+	ringSort(keys)
 	w := 0
 	for i, k := range keys {
 		if i > 0 && k>>32 == keys[w-1]>>32 {
@@ -103,23 +104,98 @@ func ketamaSplit(addr string) (host, port string) {
 	return addr, ""
 }
 
+// ringSort sorts keys ascending with little memory beside them (the ring's
+// points at the bound are 80 MiB): one in-place pass by the top byte
+// (flagPass), then each of the 256 buckets, which hash values spread evenly
+// (a 256th of the keys each, a cache's worth at the bound), by an LSD radix
+// sort on the three bytes below through one buffer the size of the largest
+// bucket, and an insertion sort for keys that share their upper 32 bits.
+// Should one bucket hold more than a sixteenth of the keys, the buckets are
+// sorted in place byte by byte instead (flagSort). No comparison callbacks,
+// which matters when yaegi interprets it.
+func ringSort(keys []uint64) {
+	end := flagPass(keys, 56)
+	largest, start := 0, 0
+	for d := range end {
+		if end[d]-start > largest {
+			largest = end[d] - start
+		}
+		start = end[d]
+	}
+	if largest > len(keys)/16+64 {
+		flagBuckets(keys, end, 48)
+		return
+	}
+	tmp := make([]uint64, largest)
+	start = 0
+	for d := range end {
+		lsdSort(keys[start:end[d]], tmp)
+		start = end[d]
+	}
+}
+
+// lsdSort sorts keys, which agree on their top byte, by an LSD radix sort
+// on bits 32 to 55 through tmp (at least as long), then by insertion, which
+// on keys sorted by their upper 32 bits moves only those that share them.
+func lsdSort(keys, tmp []uint64) {
+	if len(keys) > 32 {
+		src, dst := keys, tmp[:len(keys)]
+		for shift := uint(32); shift < 56; shift += 8 {
+			var next [256]int
+			for _, k := range src {
+				next[k>>shift&0xff]++
+			}
+			sum := 0
+			for d := range next {
+				sum, next[d] = sum+next[d], sum
+			}
+			for _, k := range src {
+				d := k >> shift & 0xff
+				dst[next[d]] = k
+				next[d]++
+			}
+			src, dst = dst, src
+		}
+		copy(keys, src) // three passes: the result is in tmp
+	}
+	insertionSort(keys)
+}
+
+func insertionSort(keys []uint64) {
+	for i := 1; i < len(keys); i++ {
+		k, j := keys[i], i
+		for ; j > 0 && keys[j-1] > k; j-- {
+			keys[j] = keys[j-1]
+		}
+		keys[j] = k
+	}
+}
+
 // flagSort sorts keys ascending in place (American flag sort: a most
 // significant byte first radix sort that moves keys between buckets by
 // swaps), from the byte at shift down to bit 32; keys that agree on their
-// upper 32 bits, and small buckets, are finished by insertion sort. No
-// second buffer (the ring's points at the bound are 80 MiB), no comparison
-// callbacks, which matters when yaegi interprets it.
+// upper 32 bits, and small buckets, are finished by insertion sort.
 func flagSort(keys []uint64, shift uint) {
 	if len(keys) <= 32 || shift < 32 {
-		for i := 1; i < len(keys); i++ {
-			k, j := keys[i], i
-			for ; j > 0 && keys[j-1] > k; j-- {
-				keys[j] = keys[j-1]
-			}
-			keys[j] = k
-		}
+		insertionSort(keys)
 		return
 	}
+	flagBuckets(keys, flagPass(keys, shift), shift-8)
+}
+
+// flagBuckets sorts each bucket that flagPass left (end) from the byte at
+// shift.
+func flagBuckets(keys []uint64, end [256]int, shift uint) {
+	start := 0
+	for d := range end {
+		flagSort(keys[start:end[d]], shift)
+		start = end[d]
+	}
+}
+
+// flagPass moves keys into 256 buckets by the byte at shift, in place, and
+// returns where each bucket ends.
+func flagPass(keys []uint64, shift uint) [256]int {
 	var end, next [256]int
 	for _, k := range keys {
 		end[k>>shift&0xff]++
@@ -143,11 +219,7 @@ func flagSort(keys []uint64, shift uint) {
 			next[d]++
 		}
 	}
-	start := 0
-	for d := 0; d < 256; d++ {
-		flagSort(keys[start:end[d]], shift-8)
-		start = end[d]
-	}
+	return end
 }
 
 func (k *ketamaRing) buildIndex() {

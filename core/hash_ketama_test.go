@@ -60,13 +60,23 @@ func TestKetamaBalanceAndDisruption(t *testing.T) {
 	}
 }
 
-// TestFlagSort: the in-place sort orders keys as a plain sort does, with
-// duplicates, keys that share their upper 32 bits, and every bucket size.
-func TestFlagSort(t *testing.T) {
+// TestRingSort: the ring's sort orders keys as a plain sort does, with
+// duplicates, keys that share their upper 32 bits, and every bucket size:
+// through its buffered buckets (hash values, spread), through its in-place
+// fallback (a quarter of the keys in one bucket), and the fallback alone.
+func TestRingSort(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
-	for _, n := range []int{0, 1, 2, 31, 33, 300, 5000, 100000} {
+	for _, n := range []int{0, 1, 2, 31, 33, 300, 5000, 100000, -100000} {
+		spread := n < 0
+		if spread {
+			n = -n
+		}
 		keys := make([]uint64, n)
 		for i := range keys {
+			if spread {
+				keys[i] = uint64(rng.Uint32())<<32 | uint64(rng.Intn(64))
+				continue
+			}
 			switch i % 4 {
 			case 0:
 				keys[i] = rng.Uint64()
@@ -80,10 +90,12 @@ func TestFlagSort(t *testing.T) {
 		}
 		want := append([]uint64(nil), keys...)
 		sort.Slice(want, func(a, b int) bool { return want[a] < want[b] })
-		flagSort(keys, 56)
+		in := append([]uint64(nil), keys...)
+		ringSort(keys)
+		flagSort(in, 56)
 		for i := range want {
-			if keys[i] != want[i] {
-				t.Fatalf("n=%d: key %d is %x, want %x", n, i, keys[i], want[i])
+			if keys[i] != want[i] || in[i] != want[i] {
+				t.Fatalf("n=%d spread %v: key %d is %x (ringSort), %x (flagSort), want %x", n, spread, i, keys[i], in[i], want[i])
 			}
 		}
 	}
