@@ -244,13 +244,14 @@ func TestSmoothWRRSlowStartMatchesNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := b.primary.strategy.(*smoothWRR)
-	ref := newNginxSmooth([]int{5, 3, 20}, nil)
+	// The reference counts in thousandths of a weight, as the ramp does.
+	ref := newNginxSmooth([]int{5000, 3000, 20000}, nil)
 	for i := 0; i < 400; i++ {
 		// The reference takes the ramp's weight of the moment.
 		el := clock.Sub(time.Unix(1000, 0))
-		ref.weight[2] = 20
+		ref.weight[2] = 20000
 		if el < 10*time.Second {
-			ref.weight[2] = int(float64(20) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
+			ref.weight[2] = int(float64(20000) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
 		}
 		want := ref.pick(nil)
 		if got, _ := b.Pick(""); got != want {
@@ -317,8 +318,10 @@ func TestSmoothWRRConcurrentSkips(t *testing.T) {
 // BenchmarkSmoothWRRFilter measures smooth_wrr at n=1000 with a caller's
 // filter: one that accepts every backend (the table still serves, after
 // asking the filter about every backend: nginx's state depends on all of
-// them), one that refuses a backend (nginx's exact pass), next to the O(n)
-// peer and the plain Pick:
+// them), one that refuses a backend (the schedule learnt over the others,
+// after asking about every backend; nginx's exact pass until it is learnt),
+// the same filter versioned (PickVersion: the learnt schedule, asking about
+// the chosen backend only), next to the O(n) peer and the plain Pick:
 //
 //	go test ./core -run '^$' -bench BenchmarkSmoothWRRFilter
 func BenchmarkSmoothWRRFilter(b *testing.B) {
@@ -339,10 +342,26 @@ func BenchmarkSmoothWRRFilter(b *testing.B) {
 		bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 		avail := c.avail
 		b.Run(c.name, func(b *testing.B) {
+			// Past the learning: three periods.
+			for i := 0; i < 3*sumInts(w); i++ {
+				bal.PickFunc("", avail)
+			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				bal.PickFunc("", avail)
 			}
 		})
 	}
+	bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b.Run("versioned_refusing", func(b *testing.B) {
+		for i := 0; i < 3*sumInts(w); i++ {
+			bal.PickVersion("", notFirst, 1)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			bal.PickVersion("", notFirst, 1)
+		}
+	})
 }

@@ -25,17 +25,17 @@ func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 // a draw in exact proportion to weight. It returns nil beyond
 // MaxScheduleEntries entries; the alias table then draws every pick.
 func weightedLook(g *group, up []int32) []int32 {
-	d, total := 0, 0
+	d, total := int64(0), int64(0) // 64-bit: the sum passes 2^31 on 32-bit platforms
 	for _, p := range up {
-		d = gcd(d, g.members[p].weight)
-		total += g.members[p].weight
+		d = gcd(d, int64(g.members[p].weight))
+		total += int64(g.members[p].weight)
 	}
 	if d == 0 || total/d > MaxScheduleEntries {
 		return nil
 	}
 	look := make([]int32, 0, total/d)
 	for _, p := range up {
-		for k := 0; k < g.members[p].weight/d; k++ {
+		for k := int64(0); k < int64(g.members[p].weight)/d; k++ {
 			look = append(look, int32(g.members[p].index))
 		}
 	}
@@ -197,14 +197,14 @@ func pickWeightedRandom(s *weightedRandom, g *group, r *request) int {
 	if len(s.cells) == 0 {
 		return -1
 	}
-	// During a slow start weights differ from the table's; draw exactly
-	// from the weights of the moment instead.
-	if !isSteady(g) {
-		return sampleEligible(g, r, s.up, true)
-	}
+	// During a slow start a draw that lands on a ramping member stands with
+	// its ramp's share (keepDraw), so that draws follow the weights of the
+	// moment: O(1) still, a tenth of the draws standing at the least.
+	ramps := g.ramps.Load() != 0
 	for t := 0; t < randomTries; t++ {
-		pos := aliasDraw(&s.aliasTable, r.b.rand())
-		if usable(r, g.members[pos]) {
+		x := r.b.rand()
+		pos := aliasDraw(&s.aliasTable, x)
+		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, mix64(x))) {
 			return int(pos)
 		}
 	}
