@@ -439,3 +439,75 @@ http://127.0.0.1:%d {
 		}
 	}
 }
+
+// fairState returns fair's estimate and in-flight count of the only
+// upstream of the only policy.
+func fairState(t *testing.T, tc *caddytest.Tester) (estimateMS float64, inFlight int64) {
+	t.Helper()
+	_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
+	var state struct {
+		Policies []struct {
+			Upstreams []struct {
+				EstimateMS float64 `json:"latency_estimate_ms"`
+				InFlight   int64   `json:"in_flight"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &state); err != nil || len(state.Policies) != 1 || len(state.Policies[0].Upstreams) != 1 {
+		t.Fatalf("state %s: %v", body, err)
+	}
+	u := state.Policies[0].Upstreams[0]
+	return u.EstimateMS, u.InFlight
+}
+
+// What fair times in a real Caddy is the upstream's latency to its response
+// headers: an upstream that answers at once and streams its body for 150 ms
+// is measured at about 0 ms, not 150.
+func TestFairTimesUpstreamLatency(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(150 * time.Millisecond)
+		io.WriteString(w, "streamed")
+	}))
+	t.Cleanup(srv.Close)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, strings.TrimPrefix(srv.URL, "http://")+" {\n\t\tlb_policy fair\n\t\tflush_interval -1\n\t}"))
+	sequence(t, tc, port, 3)
+	if est, _ := fairState(t, tc); est <= 0 || est >= 100 {
+		t.Errorf("headers at once, body after 150 ms: estimate %.1f ms, want the time to the headers (well under 100)", est)
+	}
+}
+
+// Clients that give up before the upstream answers are not the upstream's
+// failures: 20 abandoned requests to an upstream that answers after 300 ms
+// leave fair's estimate at about the time the clients waited, where counting
+// them as failures doubled it each time (30 ms x 2^20).
+func TestFairClientAbortIsNoFailure(t *testing.T) {
+	slow := newBackend(t, "slow", 300*time.Millisecond)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, slow.addr()+" {\n\t\tlb_policy fair\n\t}"))
+	for i := 0; i < 20; i++ {
+		client := &http.Client{Timeout: 30 * time.Millisecond}
+		if res, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port)); err == nil {
+			res.Body.Close()
+			t.Fatalf("request %d: answered (%d) within 30 ms; the upstream takes 300", i, res.StatusCode)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		est, n := fairState(t, tc)
+		if n == 0 {
+			if est <= 0 || est > 1000 {
+				t.Errorf("after 20 clients gave up at 30 ms: estimate %.1f ms, want about 30 (at most 1000)", est)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d attempts still in flight 5s after their clients left", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
