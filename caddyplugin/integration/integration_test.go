@@ -391,7 +391,7 @@ func TestRetriesSkipDeadUpstream(t *testing.T) {
 	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	tc := caddytest.NewTester(t)
 	port := freePort(t)
-	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "url_hash {\n\t\t\tmode modulo\n\t\t}", "fair", "weighted_least_conn", "nginx_ip_hash"} {
+	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "url_hash {\n\t\t\tmode modulo\n\t\t}", "url_hash {\n\t\t\tmode maglev\n\t\t}", "url_hash {\n\t\t\tmode bounded\n\t\t}", "fair", "weighted_least_conn", "nginx_ip_hash"} {
 		load(tc, fmt.Sprintf(`{
 	admin %s
 	auto_https off
@@ -509,5 +509,34 @@ func TestFairClientAbortIsNoFailure(t *testing.T) {
 			t.Fatalf("%d attempts still in flight 5s after their clients left", n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// max_fails in a real Caddy, without retries: the dead upstream fails one
+// request (502), and is then skipped for fail_timeout, so 30 requests see
+// one failure; without max_fails every third request fails.
+func TestMaxFailsSkipsDeadUpstream(t *testing.T) {
+	a, b := newBackend(t, "a", 0), newBackend(t, "b", 0)
+	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	for _, tt := range []struct {
+		options string
+		want    int
+	}{
+		{"", 10},
+		{"max_fails 1\n\t\t\tfail_timeout 1m", 1},
+		{fmt.Sprintf("max_fails %s 1", dead), 1},
+	} {
+		load(tc, caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy smooth_wrr {\n\t\t\t%s\n\t\t}\n\t}", dead, a.addr(), b.addr(), tt.options)))
+		failed := 0
+		for i := 0; i < 30; i++ {
+			if code, _ := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port)); code != http.StatusOK {
+				failed++
+			}
+		}
+		if failed != tt.want {
+			t.Errorf("smooth_wrr {%s} over a dead upstream and two live ones: %d of 30 failed, want %d", tt.options, failed, tt.want)
+		}
 	}
 }
