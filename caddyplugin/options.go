@@ -441,6 +441,7 @@ func explain(err error, dials []string, strategy, policy string) error {
 	})
 	msg = strings.ReplaceAll(msg, "strategy "+strconv.Quote(strategy), "lb_policy "+policy)
 	msg = strings.ReplaceAll(msg, "hash_mode", "mode")
+	msg = strings.ReplaceAll(msg, "backends: every backend", "upstreams: every upstream")
 	return fmt.Errorf("lb_policy %s: %s", policy, msg)
 }
 
