@@ -193,6 +193,7 @@ func TestCaddyfileProvisionErrors(t *testing.T) {
 		{"slow_start with nginx_ip_hash", three + " {\n\t\tlb_policy nginx_ip_hash {\n\t\t\tslow_start 10.0.0.1:80 10s\n\t\t}\n\t}", `lb_policy nginx_ip_hash: slow_start 10.0.0.1:80: a hash policy`},
 		{"backup with nginx_ip_hash", three + " {\n\t\tlb_policy nginx_ip_hash {\n\t\t\tbackup 10.0.0.3:80\n\t\t}\n\t}", `lb_policy nginx_ip_hash: backup 10.0.0.3:80: lb_policy nginx_ip_hash does not accept backup backends`},
 		{"ketama total weight", "10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy url_hash 40000 40000\n\t}", `lb_policy url_hash: weight 10.0.0.2:80 40000: ketama`},
+		{"every upstream a backup", "10.0.0.1:80 10.0.0.2:80 {\n\t\tlb_policy fair {\n\t\t\tbackup 10.0.0.1:80 10.0.0.2:80\n\t\t}\n\t}", `lb_policy fair: upstreams: every upstream is a backup`},
 		{"fail_timeout without max_fails", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tfail_timeout 10.0.0.1:80 5s\n\t\t}\n\t}", `lb_policy smooth_wrr: fail_timeout 10.0.0.1:80 5s: has no effect without max_fails`},
 		{"max_conns not an upstream", three + " {\n\t\tlb_policy weighted_least_conn {\n\t\t\tmax_conns 10.0.0.9:80 4\n\t\t}\n\t}", `lb_policy weighted_least_conn: max_conns 10.0.0.9:80: not one of the reverse proxy's upstreams`},
 	}

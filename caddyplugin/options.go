@@ -97,9 +97,9 @@ type optionParser func(d *caddyfile.Dispenser, name string) (bool, error)
 type addressOption struct {
 	name string
 	flag bool // no value: one or more addresses
-	// set parses value into u, or into the policy-wide settings when u is
-	// nil; what names the option in errors. Not called for flags.
-	set func(o *Options, u *UpstreamOptions, what, value string) error
+	// set parses value into u; what names the option in errors. Not
+	// called for flags.
+	set func(u *UpstreamOptions, what, value string) error
 	// given reports whether u has the option set.
 	given func(u UpstreamOptions) bool
 }
@@ -108,53 +108,49 @@ type addressOption struct {
 // name them.
 var addressOptions = []addressOption{
 	{name: "weight", given: func(u UpstreamOptions) bool { return u.Weight != 0 },
-		set: func(_ *Options, u *UpstreamOptions, what, value string) error {
-			w, err := parseWeight(value, what)
-			u.Weight = w
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.Weight, err = parseWeight(value, what)
 			return err
 		}},
 	{name: "backup", flag: true, given: func(u UpstreamOptions) bool { return u.Backup }},
 	{name: "down", flag: true, given: func(u UpstreamOptions) bool { return u.Down }},
 	{name: "slow_start", given: func(u UpstreamOptions) bool { return u.SlowStart != 0 },
-		set: func(_ *Options, u *UpstreamOptions, what, value string) error {
-			dur, err := parseDuration(value, what)
-			u.SlowStart = dur
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.SlowStart, err = parseDuration(value, what)
 			return err
 		}},
 	{name: "max_fails", given: func(u UpstreamOptions) bool { return u.MaxFails != 0 },
-		set: func(o *Options, u *UpstreamOptions, what, value string) error {
-			n, err := parseCount(value, what)
-			if u == nil {
-				o.MaxFails = n
-			} else {
-				u.MaxFails = n
-			}
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.MaxFails, err = parseCount(value, what)
 			return err
 		}},
 	{name: "fail_timeout", given: func(u UpstreamOptions) bool { return u.FailTimeout != 0 },
-		set: func(o *Options, u *UpstreamOptions, what, value string) error {
-			dur, err := parseDuration(value, what)
-			if u == nil {
-				o.FailTimeout = dur
-			} else {
-				u.FailTimeout = dur
-			}
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.FailTimeout, err = parseDuration(value, what)
 			return err
 		}},
 	{name: "max_conns", given: func(u UpstreamOptions) bool { return u.MaxConns != 0 },
-		set: func(o *Options, u *UpstreamOptions, what, value string) error {
-			n, err := parseCount(value, what)
-			if u == nil {
-				o.MaxConns = n
-			} else {
-				u.MaxConns = n
-			}
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.MaxConns, err = parseCount(value, what)
 			return err
 		}},
 }
 
 // policyWide are the address options that also have a policy-wide form.
 var policyWide = map[string]bool{"max_fails": true, "fail_timeout": true, "max_conns": true}
+
+// setWide takes the policy-wide settings that u sets.
+func (o *Options) setWide(u UpstreamOptions) {
+	if u.MaxFails != 0 {
+		o.MaxFails = u.MaxFails
+	}
+	if u.FailTimeout != 0 {
+		o.FailTimeout = u.FailTimeout
+	}
+	if u.MaxConns != 0 {
+		o.MaxConns = u.MaxConns
+	}
+}
 
 // unmarshal reads the shared part of a policy's Caddyfile tokens:
 //
@@ -245,9 +241,11 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 			if err := once(name); err != nil {
 				return err
 			}
-			if err := opt.set(o, nil, name, args[0]); err != nil {
+			var wide UpstreamOptions
+			if err := opt.set(&wide, name, args[0]); err != nil {
 				return d.Errf("lb_policy %s: %v", policy, err)
 			}
+			o.setWide(wide)
 			continue
 		case len(args) == 1:
 			return d.Errf("lb_policy %s: %s %s: missing the value (want %s <address> <value>)", policy, name, args[0], name)
@@ -262,7 +260,7 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 			return err
 		}
 		u := o.upstream(addr)
-		if err := opt.set(o, &u, name+" "+addr, args[1]); err != nil {
+		if err := opt.set(&u, name+" "+addr, args[1]); err != nil {
 			return d.Errf("lb_policy %s: %v", policy, err)
 		}
 		o.Upstreams[addr] = u
@@ -479,6 +477,7 @@ func explain(err error, dials []string, strategy, policy string) error {
 	})
 	msg = strings.ReplaceAll(msg, "strategy "+strconv.Quote(strategy), "lb_policy "+policy)
 	msg = strings.ReplaceAll(msg, "hash_mode", "mode")
+	msg = strings.ReplaceAll(msg, "backends: every backend", "upstreams: every upstream")
 	return fmt.Errorf("lb_policy %s: %s", policy, msg)
 }
 

@@ -179,3 +179,23 @@ func waitInFlight(t *testing.T, p *policy, addr string, n int64) {
 }
 
 func caddyDuration(d time.Duration) caddy.Duration { return caddy.Duration(d) }
+
+// unknownPlaceholders knows what the Caddyfile's shorthands expand to and
+// Caddy's global placeholders; it names the rest.
+func TestUnknownPlaceholders(t *testing.T) {
+	for _, tt := range []struct{ expr, want string }{
+		{"{http.request.uri}", ""},
+		{"{http.vars.client_ip}-{http.request.header.X-User}", ""},
+		{"{http.request.uri.query.k}{http.request.cookie.sid}{http.regexp.name.1}", ""},
+		{"{env.SHARD}:{time.now.year}:{system.hostname}", ""},
+		{"literal text only", ""},
+		{"{uri}", "uri"},
+		{"{http.reverse_proxy.upstream.hostport}", "http.reverse_proxy.upstream.hostport"},
+		{"{http.request.uri}/{header.X}/{client_ip}", "header.X client_ip"},
+		{"{unclosed", ""},
+	} {
+		if got := strings.Join(unknownPlaceholders(tt.expr), " "); got != tt.want {
+			t.Errorf("%q: unknown %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+}

@@ -66,7 +66,8 @@ type policy struct {
 	// fallback, if set, takes the requests whose key is empty.
 	fallback reverseproxy.Selector
 	// track makes Select report each attempt's start and end to the
-	// balancer (fair, weighted_least_conn, url_hash's bounded mode).
+	// balancer (fair, weighted_least_conn, url_hash's bounded mode, and any
+	// policy with max_fails or max_conns).
 	track bool
 	// available says whether an upstream may take a request now (Caddy's
 	// Upstream.Available: healthy and not full); healthy is the health part
@@ -88,7 +89,7 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu    sync.Mutex            // guards sets, stats and base (the slow path)
+	mu    sync.Mutex            // guards sets, stats, base, all and warned (the slow path)
 	sets  map[string]*poolEntry // by the sorted set of dial addresses
 	stats map[string]*upstreamStats
 	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
