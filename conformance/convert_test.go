@@ -486,6 +486,9 @@ func shopRequests(r *rand.Rand) []corpus.Request {
 	for i := 0; i < 18; i++ {
 		add("www.shop.example", fmt.Sprintf("/legacy/page%d", i))
 	}
+	for i := 0; i < 12; i++ {
+		add("shop.example", fmt.Sprintf("/assets/img%d.png", i))
+	}
 	for _, ip := range clientIPs(r, 120) {
 		add("shop.example", "/account/orders", xff(ip))
 	}

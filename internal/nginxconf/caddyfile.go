@@ -2,6 +2,7 @@ package nginxconf
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // with the lbpack policy of its upstream. It returns the warnings of the
 // conversion (Load's and Caddy's own).
 func (c *Config) Caddyfile() ([]byte, []Warning) {
-	w := &caddyWriter{warnings: append([]Warning(nil), c.Warnings...)}
+	w := &caddyWriter{warnings: append([]Warning(nil), c.Warnings...), sites: map[string]*Site{}}
 	w.line(0, "# Converted from nginx by lbpack (lbsim convert). Each block names the")
 	w.line(0, "# nginx directive it comes from.")
 	w.global(c.Sites)
@@ -26,6 +27,7 @@ func (c *Config) Caddyfile() ([]byte, []Warning) {
 type caddyWriter struct {
 	b        strings.Builder
 	warnings []Warning
+	sites    map[string]*Site // site addresses written, by address
 }
 
 func (w *caddyWriter) line(depth int, format string, args ...any) {
@@ -100,17 +102,38 @@ func (w *caddyWriter) site(s *Site) {
 			names = append(append([]string(nil), names...), "")
 		}
 		for _, n := range names {
-			addrs = append(addrs, scheme+"://"+n+":"+ln.Port)
+			a := scheme + "://" + n + ":" + ln.Port
+			if other := w.sites[a]; other == s {
+				continue // listen 80 and listen [::]:80: one address for Caddy
+			} else if other != nil {
+				if n != "" {
+					w.warn(s.Pos, "server_name", "%s on port %s: also the server at %s's, which nginx prefers (conflicting server name): left out", n, ln.Port, other.Pos)
+				}
+				continue
+			}
+			w.sites[a] = s
+			addrs = append(addrs, a)
 		}
 		if ln.Host != "" {
 			binds[ln.Host] = true
 		}
+	}
+	if len(addrs) == 0 {
+		w.warn(s.Pos, "server", "every name and port is another server's: not converted")
+		return
 	}
 	w.line(0, "")
 	w.line(0, "# server (%s)", s.Pos)
 	w.line(0, "%s {", strings.Join(addrs, ", "))
 	if len(binds) > 0 {
 		w.line(1, "bind %s", strings.Join(sortedKeys(binds), " "))
+	}
+	if s.Return != nil {
+		var maps []argMap
+		w.respond(&w.b, 1, s.Return, func(k Key, directive string) string {
+			return caddyKey(k, &maps, func(format string, args ...any) { w.warn(k.Pos, directive, format, args...) })
+		})
+		w.writeMaps(1, maps)
 	}
 	locs := append([]*Location(nil), s.Locations...)
 	// Caddy sorts handle blocks by path itself; writing them in that order
@@ -176,25 +199,37 @@ func (w *caddyWriter) location(s *Site, loc *Location, i int) {
 	case loc.Proxy != nil:
 		w.proxy(body, loc, keyOf)
 	case loc.Return != nil:
-		r := loc.Return
-		text := keyOf(r.Text, "return")
-		if r.Code >= 300 && r.Code < 400 && text != "" {
-			body.line(2, "redir %s %d", caddyToken(text), r.Code)
-		} else if text != "" {
-			body.line(2, "respond %s %d", caddyToken(text), r.Code)
-		} else {
-			body.line(2, "respond %d", r.Code)
-		}
+		w.respond(&body.b, 2, loc.Return, keyOf)
 	}
-	for _, m := range maps {
-		w.line(2, "map {http.request.uri.query} %s {", m.placeholder())
-		w.line(3, "# $arg_%s: the raw argument, as nginx hashes it", m.name)
-		w.line(3, `%s "${1}"`, caddyToken(m.regexp()))
-		w.line(2, "}")
-	}
+	w.writeMaps(2, maps)
 	w.warnings = append(w.warnings, body.warnings...)
 	w.b.WriteString(body.b.String())
 	w.line(1, "}")
+}
+
+// respond writes a return directive: redir for 3xx with a URL, else
+// respond.
+func (w *caddyWriter) respond(b *strings.Builder, depth int, r *Return, keyOf func(Key, string) string) {
+	text := keyOf(r.Text, "return")
+	ind := strings.Repeat("\t", depth)
+	switch {
+	case r.Code >= 300 && r.Code < 400 && text != "":
+		fmt.Fprintf(b, "%sredir %s %d\n", ind, caddyToken(text), r.Code)
+	case text != "":
+		fmt.Fprintf(b, "%srespond %s %d\n", ind, caddyToken(text), r.Code)
+	default:
+		fmt.Fprintf(b, "%srespond %d\n", ind, r.Code)
+	}
+}
+
+// writeMaps writes the map directives that extract raw query arguments.
+func (w *caddyWriter) writeMaps(depth int, maps []argMap) {
+	for _, m := range maps {
+		w.line(depth, "map {http.request.uri.query} %s {", m.placeholder())
+		w.line(depth+1, "# $arg_%s: the raw argument, as nginx hashes it", m.name)
+		w.line(depth+1, `%s "${1}"`, caddyToken(m.regexp()))
+		w.line(depth, "}")
+	}
 }
 
 func usesVar(k Key, name string) bool {
@@ -225,12 +260,20 @@ func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, strin
 			addrs[i] = "https://" + a
 		}
 	}
+	w.rewrite(b, loc)
 	inner := &caddyWriter{}
 	if u != nil {
 		w.policy(inner, u, keyOf)
 		w.health(inner, u)
 	}
 	w.retries(inner, p, u)
+	if !hasHost(p.SetHeaders) {
+		// nginx's default proxy_set_header Host $proxy_host: proxy_pass's
+		// host, where Caddy would pass the client's.
+		host := strings.TrimSuffix(strings.TrimSuffix(p.Host, ":80"), ":443")
+		inner.line(3, "# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise")
+		inner.line(3, "header_up Host %s", caddyToken(host))
+	}
 	for _, h := range p.SetHeaders {
 		w.setHeader(inner, h, keyOf)
 	}
@@ -425,6 +468,33 @@ func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
 		if len(failing) > 0 && u != nil && u.Servers[0].MaxFails > 0 && uniformFailures(u) {
 			b.line(3, "unhealthy_status %s", strings.Join(failing, " "))
 		}
+	}
+}
+
+// hasHost reports whether the headers set Host.
+func hasHost(hs []Header) bool {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, "Host") {
+			return true
+		}
+	}
+	return false
+}
+
+// rewrite writes what the URI part of proxy_pass does: nginx replaces the
+// part of the path the location matched with it. Caddy carries it over for
+// a prefix location and a URI that both end in "/" (location /api/ with
+// proxy_pass http://app/ or http://app/v2/); others are warned of.
+func (w *caddyWriter) rewrite(b *caddyWriter, loc *Location) {
+	uri := loc.Proxy.URI
+	switch {
+	case uri == "" || uri == loc.Path && loc.Modifier != "~" && loc.Modifier != "~*":
+		return // nothing replaced, or the same text
+	case (loc.Modifier == "" || loc.Modifier == "^~") && strings.HasSuffix(loc.Path, "/") && strings.HasSuffix(uri, "/"):
+		b.line(2, "# proxy_pass's URI %s replaces the location's prefix %s", uri, loc.Path)
+		b.line(2, "uri path_regexp %s %s", caddyToken("^"+regexp.QuoteMeta(loc.Path)), caddyToken(uri))
+	default:
+		w.warn(loc.Proxy.Pos, "proxy_pass", "the URI part %s, which replaces what location %s matched, is not converted: Caddy passes the path unchanged", uri, loc.Path)
 	}
 }
 

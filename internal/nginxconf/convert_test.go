@@ -75,6 +75,8 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"least_conn with uniform failures and max_conns", `upstream u {
 	least_conn;
@@ -93,6 +95,8 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"per-server max_fails and fail_timeout go to the policy", `upstream u {
 	server 10.0.0.1:80 weight=5;
@@ -112,6 +116,8 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"ip_hash, max_fails=0 everywhere, keepalive", `upstream u {
 	ip_hash;
@@ -123,6 +129,8 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy nginx_ip_hash {
 				down 10.0.0.2:80
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			transport http {
 				keepalive_idle_conns 32
 				keepalive 1m30s
@@ -153,6 +161,8 @@ func TestCaddyPolicies(t *testing.T) {
 			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
 			fail_duration 10s
 			max_fails 1
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}
 	}`},
 		{"random two least_conn", `upstream u {
@@ -276,7 +286,10 @@ http://example.com:8080, http://example.org:8080, http://*.example.org:8080, htt
 	@location1 path_regexp (?i)\.php$
 	handle @location1 {
 		# proxy_pass (nginx.conf:12)
-		reverse_proxy 127.0.0.1:9000
+		reverse_proxy 127.0.0.1:9000 {
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host 127.0.0.1:9000
+		}
 	}
 	# location /api/ (nginx.conf:11)
 	handle /api/* {
@@ -286,6 +299,8 @@ http://example.com:8080, http://example.org:8080, http://*.example.org:8080, htt
 			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
 			fail_duration 10s
 			max_fails 1
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			header_up X-Client {client_ip}
 		}
 	}
@@ -305,6 +320,8 @@ http://other.example:8080 {
 			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
 			fail_duration 10s
 			max_fails 1
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			transport http {
 				tls
 			}
@@ -470,5 +487,59 @@ func TestTraefik(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "#     port8081:\n#       address: \":8081\"\n#       forwardedHeaders:\n#         trustedIPs: [\"127.0.0.1\"]\n") {
 		t.Errorf("no static entry point in the comment:\n%s", out)
+	}
+}
+
+// TestCaddyServers: a server's own return, the same port written twice,
+// names two servers claim, and proxy_pass with a URI part.
+func TestCaddyServers(t *testing.T) {
+	conf := `http {
+	upstream u { server 10.0.0.1:80; }
+	server {
+		listen 80;
+		listen [::]:80;
+		server_name a.example;
+		return 301 https://$host$request_uri;
+		location / { proxy_pass http://u; }
+	}
+	server {
+		listen 8080;
+		server_name b.example;
+		location /api/ { proxy_pass http://u/v2/; proxy_set_header Host $host; }
+		location /strip/ { proxy_pass http://u/; proxy_set_header Host $host; }
+		location /same/ { proxy_pass http://u/same/; proxy_set_header Host $host; }
+		location /odd { proxy_pass http://u/x; proxy_set_header Host $host; }
+	}
+	server {
+		listen 8080;
+		server_name b.example c.example;
+		location / { proxy_pass http://u; proxy_set_header Host $host; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warnings := cfg.Caddyfile()
+	for _, want := range []string{
+		"http://a.example:80, http://:80 {\n\tredir https://{http.request.host}{http.request.orig_uri} 301\n}\n",
+		"\thandle /api/* {\n\t\t# proxy_pass (nginx.conf:13) to upstream u (nginx.conf:2)\n\t\t# proxy_pass's URI /v2/ replaces the location's prefix /api/\n\t\turi path_regexp ^/api/ /v2/\n",
+		"\thandle /strip/* {\n\t\t# proxy_pass (nginx.conf:14) to upstream u (nginx.conf:2)\n\t\t# proxy_pass's URI / replaces the location's prefix /strip/\n\t\turi path_regexp ^/strip/ /\n",
+		"\thandle /same/* {\n\t\t# proxy_pass (nginx.conf:15) to upstream u",
+		"\n# server (nginx.conf:18)\nhttp://c.example:8080 {\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks\n%s\nin\n%s", want, out)
+		}
+	}
+	for _, want := range []string{
+		"nginx.conf:8: location: the server's own return answers every request before a location is chosen",
+		"nginx.conf:16: proxy_pass: the URI part /x, which replaces what location /odd matched, is not converted",
+		"nginx.conf:18: server_name: b.example on port 8080: also the server at nginx.conf:10's",
+	} {
+		if !strings.Contains(warningsText(warnings), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningsText(warnings))
+		}
 	}
 }

@@ -224,6 +224,12 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 	if p.ReadTimeout > 0 {
 		kv("responseTimeout", caddyDuration(p.ReadTimeout))
 	}
+	if p.URI != "" && p.URI != loc.Path {
+		t.warn(p.Pos, "proxy_pass", "the URI part %s, which replaces what location %s matched, is not converted: use a Traefik stripPrefix or replacePathRegex middleware", p.URI, loc.Path)
+	}
+	if !hasHost(p.SetHeaders) {
+		t.warn(p.Pos, "proxy_pass", "nginx sends Host: %s (proxy_pass's host) unless proxy_set_header Host says otherwise; the plugin passes the client's (passHostHeader: false sends the server's address)", p.Host)
+	}
 	if p.SendTimeout > 0 {
 		t.warn(p.Pos, "proxy_send_timeout", "not converted: the plugin has no send timeout")
 	}
