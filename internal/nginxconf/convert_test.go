@@ -521,6 +521,9 @@ func TestCaddyServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if yml, _ := cfg.Traefik(); !strings.Contains(string(yml), "entryPoints: [port8080]\n") || strings.Contains(string(yml), "port80, port80") {
+		t.Errorf("entry points not one per port:\n%s", yml)
+	}
 	out, warnings := cfg.Caddyfile()
 	for _, want := range []string{
 		"http://a.example:80, http://:80 {\n\tredir https://{http.request.host}{http.request.orig_uri} 301\n}\n",

@@ -133,8 +133,12 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 		t.warn(s.Pos, "server", "the default server of its port: its routers match every host, as nginx sends it the requests no other server_name takes")
 	}
 	var eps []string
+	seen := map[string]bool{}
 	for _, ln := range s.Listens {
-		eps = append(eps, entryPoint(ln))
+		if ep := entryPoint(ln); !seen[ep] {
+			seen[ep] = true
+			eps = append(eps, ep)
+		}
 	}
 	fmt.Fprintf(&t.b, "    # location %s (%s)\n", strings.TrimSpace(loc.Modifier+" "+loc.Path), loc.Pos)
 	fmt.Fprintf(&t.b, "    %s:\n", name)
