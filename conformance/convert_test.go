@@ -349,7 +349,7 @@ func answers(t *testing.T, c *http.Client, base string, reqs []corpus.Request) [
 // X-Forwarded-For, every key variable) in nginx and, converted, in Caddy,
 // and checks that the same backend answers every request.
 func TestConvertCorpus(t *testing.T) {
-	for _, name := range []string{"keys"} {
+	for _, name := range []string{"shop", "keys"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "convert", name)
 			reqs, err := corpus.ReadRequests(dir)
@@ -390,9 +390,13 @@ func TestConvertCorpus(t *testing.T) {
 	}
 }
 
-// TestConvertFailover kills one of three backends: nginx serves every
-// request (its next server and max_fails), and so must Caddy with the
-// converted retry and health options (lb_retries, fail_duration).
+// TestConvertFailover kills backends while nginx and Caddy, running the
+// converted configuration, serve the same requests: one of the three
+// servers of one upstream, and every primary of another (weights 5, 3 with
+// max_fails=2 fail_timeout=5s, and 2), whose backup must then take over.
+// nginx serves every request (its next server, max_fails, the backup), and
+// so must Caddy with the converted retry and failure options (lb_retries,
+// the policy's max_fails and backup).
 func TestConvertFailover(t *testing.T) {
 	dir := filepath.Join("testdata", "convert", "failover")
 	run := startCorpus(t, dir)
@@ -400,47 +404,52 @@ func TestConvertFailover(t *testing.T) {
 	cf, _ := startCaddy(t, conf)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	defer client.CloseIdleConnections()
-	get := corpus.Request{Method: http.MethodGet, Host: "app.example", Target: "/"}
-	post := corpus.Request{Method: http.MethodPost, Host: "app.example", Target: "/orders"}
-	var reqs []corpus.Request
+	var before []corpus.Request
 	for i := 0; i < 20; i++ {
-		reqs = append(reqs, get)
+		before = append(before, corpus.Request{Method: http.MethodGet, Host: "app.example", Target: "/"},
+			corpus.Request{Method: http.MethodGet, Host: "app.example", Target: "/shop/cart"})
 	}
 	// While all are up, the two choose alike.
-	if want, got := answers(t, run.nginx.client, run.nginx.base, reqs), answers(t, client, base, reqs); !reflect.DeepEqual(want, got) {
+	if want, got := answers(t, run.nginx.client, run.nginx.base, before), answers(t, client, base, before); !reflect.DeepEqual(want, got) {
 		t.Errorf("all up: nginx %v, Caddy %v", want, got)
 	}
-	dead := run.vars["@K1@"]
-	run.killer["@K1@"].Close()
-	for i := 0; i < 40; i++ {
-		reqs = append(reqs, post)
+	dead := map[string]bool{}
+	for _, k := range []string{"@K1@", "@K3@", "@K4@", "@K5@"} {
+		dead[run.vars[k]] = true
+		run.killer[k].Close()
 	}
-	served := map[string]int{}
+	backup := run.vars["@K6@"]
+	var after []corpus.Request
+	for i := 0; i < 30; i++ {
+		method := http.MethodGet
+		if i%2 == 1 {
+			method = http.MethodPost // not sent to a dead server, so nginx retries it too
+		}
+		after = append(after, corpus.Request{Method: method, Host: "app.example", Target: fmt.Sprintf("/orders/%d", i)},
+			corpus.Request{Method: method, Host: "app.example", Target: fmt.Sprintf("/shop/item/%d", i)})
+	}
 	for _, p := range []struct {
 		name   string
 		client *http.Client
 		base   string
 	}{{"nginx", run.nginx.client, run.nginx.base}, {"Caddy", client, base}} {
 		failed := 0
-		for i, r := range reqs {
+		for i, r := range after {
 			status, body, err := corpus.Send(p.client, p.base, r)
-			if err != nil || status != http.StatusOK || body == dead {
+			shop := strings.HasPrefix(r.Target, "/shop/")
+			if err != nil || status != http.StatusOK || dead[body] || shop && body != backup {
 				failed++
 				if failed <= 3 {
-					t.Errorf("%s, %s dead: request %d (%s): status %d, %v, %q", p.name, dead, i, r.Method, status, err, body)
+					t.Errorf("%s, backends killed: request %d (%s %s): status %d, %v, %q", p.name, i, r.Method, r.Target, status, err, body)
 				}
-				continue
 			}
-			served[p.name]++
 		}
 		if failed > 0 {
-			t.Logf("converted Caddyfile:\n%s", cf)
+			t.Errorf("%s: %d of %d requests failed or missed the backup\nconverted Caddyfile:\n%s", p.name, failed, len(after), cf)
+		} else {
+			t.Logf("%s served %d of %d requests with one of three servers and all primaries of the other upstream dead", p.name, len(after), len(after))
 		}
 	}
-	if served["nginx"] != len(reqs) || served["Caddy"] != len(reqs) {
-		t.Errorf("with %s dead, of %d requests nginx served %d, Caddy %d", dead, len(reqs), served["nginx"], served["Caddy"])
-	}
-	t.Logf("with one of three backends dead: nginx served %d of %d requests, Caddy %d", served["nginx"], len(reqs), served["Caddy"])
 }
 
 // TestConvertCorpusRequests checks that each corpus's requests.txt is what

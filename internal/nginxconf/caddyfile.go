@@ -264,7 +264,6 @@ func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, strin
 	inner := &caddyWriter{}
 	if u != nil {
 		w.policy(inner, u, keyOf)
-		w.health(inner, u)
 	}
 	w.retries(inner, p, u)
 	if !hasHost(p.SetHeaders) {
@@ -329,7 +328,6 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 	if u.Method == Random && u.Two && !u.TwoLeastTime {
 		lines = append(lines, "two_choices")
 	}
-	uniform := uniformFailures(u)
 	weighted := false
 	for _, s := range u.Servers {
 		weighted = weighted || s.Weight != 1
@@ -353,14 +351,8 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 		if s.SlowStart > 0 {
 			lines = append(lines, fmt.Sprintf("slow_start %s %s", s.Addr, caddyDuration(s.SlowStart)))
 		}
-		if s.MaxConns > 0 {
-			lines = append(lines, fmt.Sprintf("max_conns %s %d", s.Addr, s.MaxConns))
-		}
-		if !uniform {
-			lines = append(lines, fmt.Sprintf("max_fails %s %d", s.Addr, s.MaxFails))
-			lines = append(lines, fmt.Sprintf("fail_timeout %s %s", s.Addr, caddyDuration(s.FailTimeout)))
-		}
 	}
+	lines = append(lines, failureOptions(u)...)
 	head := "lb_policy " + name
 	if weighted {
 		for _, s := range u.Servers {
@@ -378,33 +370,56 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 	b.line(3, "}")
 }
 
-// uniformFailures reports whether every server has the same max_fails and
-// fail_timeout: then Caddy's passive health check, set per proxy, carries
-// them; otherwise the policy takes them per address.
-func uniformFailures(u *Upstream) bool {
+// failureOptions writes max_fails, fail_timeout and max_conns: nginx's
+// accounting, which the lbpack policy keeps per upstream as nginx does
+// (nginx's max_fails=1 fail_timeout=10s apply where nothing is written).
+// The value most servers share goes policy-wide, the others per address;
+// a server with max_fails=0 among others with failures counted leaves
+// every value per address, since a per-address 0 cannot override a
+// policy-wide count.
+func failureOptions(u *Upstream) []string {
+	type pair struct {
+		fails   int
+		timeout time.Duration
+	}
+	count := map[pair]int{}
+	var common pair
+	zero, conns := false, map[int]int{}
 	for _, s := range u.Servers {
-		if s.MaxFails != u.Servers[0].MaxFails || s.FailTimeout != u.Servers[0].FailTimeout {
-			return false
+		p := pair{s.MaxFails, s.FailTimeout}
+		count[p]++
+		if count[p] > count[common] || count[p] == count[common] && p == (pair{u.Servers[0].MaxFails, u.Servers[0].FailTimeout}) {
+			common = p
+		}
+		zero = zero || s.MaxFails == 0
+		conns[s.MaxConns]++
+	}
+	var out []string
+	if zero && common.fails > 0 || common.fails == 0 {
+		common = pair{}
+	} else {
+		out = append(out, "# nginx's max_fails and fail_timeout (1 and 10s unless written)",
+			fmt.Sprintf("max_fails %d", common.fails), "fail_timeout "+caddyDuration(common.timeout))
+	}
+	sharedConns := 0
+	if len(conns) == 1 {
+		sharedConns = u.Servers[0].MaxConns
+	}
+	if sharedConns > 0 {
+		out = append(out, fmt.Sprintf("max_conns %d", sharedConns))
+	}
+	for _, s := range u.Servers {
+		if s.MaxFails > 0 && s.MaxFails != common.fails {
+			out = append(out, fmt.Sprintf("max_fails %s %d", s.Addr, s.MaxFails))
+		}
+		if s.MaxFails > 0 && s.FailTimeout != common.timeout {
+			out = append(out, fmt.Sprintf("fail_timeout %s %s", s.Addr, caddyDuration(s.FailTimeout)))
+		}
+		if s.MaxConns > 0 && sharedConns == 0 {
+			out = append(out, fmt.Sprintf("max_conns %s %d", s.Addr, s.MaxConns))
 		}
 	}
-	return true
-}
-
-// health writes the passive health check that carries nginx's max_fails
-// and fail_timeout (1 and 10s unless written), and unhealthy_status for
-// the http_ conditions of proxy_next_upstream, which nginx counts as
-// failures too.
-func (w *caddyWriter) health(b *caddyWriter, u *Upstream) {
-	if !uniformFailures(u) {
-		return
-	}
-	s := u.Servers[0]
-	if s.MaxFails == 0 {
-		return // max_fails=0: nginx counts no failures
-	}
-	b.line(3, "# max_fails=%d fail_timeout=%s: nginx's defaults unless written", s.MaxFails, caddyDuration(s.FailTimeout))
-	b.line(3, "fail_duration %s", caddyDuration(s.FailTimeout))
-	b.line(3, "max_fails %d", s.MaxFails)
+	return out
 }
 
 // retries writes proxy_next_upstream's meaning: lb_retries (each server once
@@ -459,15 +474,6 @@ func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
 		b.line(3, "lb_retry_match {")
 		b.line(4, "expression `{rp.status_code} in [%s]`", strings.Join(codes, ", "))
 		b.line(3, "}")
-		var failing []string
-		for _, c := range codes {
-			if c != "403" && c != "404" {
-				failing = append(failing, c)
-			}
-		}
-		if len(failing) > 0 && u != nil && u.Servers[0].MaxFails > 0 && uniformFailures(u) {
-			b.line(3, "unhealthy_status %s", strings.Join(failing, " "))
-		}
 	}
 }
 

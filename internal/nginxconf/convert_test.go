@@ -66,10 +66,10 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy smooth_wrr 5 3 2 1 {
 				backup [2001:db8::1]:8080
 				down 10.0.0.3:80
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 2
 			lb_retry_match {
@@ -84,12 +84,12 @@ func TestCaddyPolicies(t *testing.T) {
 	server 10.0.0.2:80 max_fails=3 fail_timeout=30s slow_start=1m;
 }`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 {
 			lb_policy weighted_least_conn {
-				max_conns 10.0.0.1:80 100
 				slow_start 10.0.0.2:80 1m
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 3
+				fail_timeout 30s
+				max_conns 10.0.0.1:80 100
 			}
-			# max_fails=3 fail_timeout=30s: nginx's defaults unless written
-			fail_duration 30s
-			max_fails 3
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 1
 			lb_retry_match {
@@ -108,8 +108,6 @@ func TestCaddyPolicies(t *testing.T) {
 				fail_timeout 10.0.0.1:80 10s
 				max_fails 10.0.0.2:80 2
 				fail_timeout 10.0.0.2:80 5s
-				max_fails 10.0.0.3:80 0
-				fail_timeout 10.0.0.3:80 10s
 			}
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 2
@@ -143,6 +141,9 @@ func TestCaddyPolicies(t *testing.T) {
 }`, `lb_policy url_hash {
 				key {http.request.header.X-User-Id}/{http.request.cookie.sid}:{http.request.orig_uri}\{{client_ip}\}
 				mode ketama
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}`},
 		{"hash modulo on a raw query argument", `upstream u {
 	hash $arg_Key;
@@ -157,10 +158,10 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy url_hash {
 				key {nginx.arg_Key}
 				mode modulo
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
 			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
 			header_up Host u
 		}
@@ -171,11 +172,22 @@ func TestCaddyPolicies(t *testing.T) {
 	server 10.0.0.2:80;
 }`, `lb_policy weighted_least_conn 2 1 {
 				two_choices
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}`},
 		{"random", `upstream u { random; server 10.0.0.1:80 weight=2; server 10.0.0.2:80; }`,
-			`lb_policy smooth_wrr 2 1`},
+			`lb_policy smooth_wrr 2 1 {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}`},
 		{"least_time (NGINX Plus)", `upstream u { least_time header; server 10.0.0.1:80; server 10.0.0.2:80; }`,
-			`lb_policy fair`},
+			`lb_policy fair {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,7 +216,7 @@ func TestCaddyRetries(t *testing.T) {
 		{"statuses, non_idempotent, a timeout; the location's own replaces the server's", "proxy_next_upstream off;",
 			"proxy_next_upstream_timeout 5s;", "proxy_next_upstream error http_502 http_404 non_idempotent;",
 			"lb_retries 3\nlb_try_duration 5s\nlb_retry_match {\nmethod GET HEAD PUT DELETE OPTIONS TRACE POST LOCK PATCH\n}\n" +
-				"lb_retry_match {\nexpression `{rp.status_code} in [502, 404]`\n}\nunhealthy_status 502"},
+				"lb_retry_match {\nexpression `{rp.status_code} in [502, 404]`\n}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -295,10 +307,11 @@ http://example.com:8080, http://example.org:8080, http://*.example.org:8080, htt
 	handle /api/* {
 		# proxy_pass (nginx.conf:11) to upstream u (nginx.conf:6)
 		reverse_proxy 10.0.0.1:80 {
-			lb_policy smooth_wrr
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
+			lb_policy smooth_wrr {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}
 			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
 			header_up Host u
 			header_up X-Client {client_ip}
@@ -316,10 +329,11 @@ http://other.example:8080 {
 	handle {
 		# proxy_pass (nginx.conf:18) to upstream u (nginx.conf:6)
 		reverse_proxy https://10.0.0.1:80 {
-			lb_policy smooth_wrr
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
+			lb_policy smooth_wrr {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}
 			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
 			header_up Host u
 			transport http {

@@ -500,10 +500,10 @@ func (l *loader) upstream(d *Directive) error {
 			}
 		}
 	}
-	if u.Method == Hash {
+	if u.Method == Hash || u.Method == IPHash || u.Method == Random {
 		for _, p := range u.Servers {
 			if p.SlowStart > 0 {
-				return errorf(p.Pos, "server %s: slow_start: not with the hash method (NGINX Plus refuses it)", p.Addr)
+				return errorf(p.Pos, "server %s: slow_start: not with the %s method (NGINX Plus refuses it)", p.Addr, u.Method)
 			}
 		}
 	}
