@@ -33,8 +33,8 @@ var update = flag.Bool("update", false, "rewrite the corpus's requests.txt files
 var caddyMu sync.Mutex
 
 // caddyAdmin is the address of the admin endpoint of the Caddy that
-// startCaddy runs: a port of this suite's range, 36000-36999.
-var caddyAdmin = "127.0.0.1:36180"
+// startCaddy runs, on a port of this suite's range, 36000-36999.
+var caddyAdmin string
 
 // startCaddy converts the nginx configuration at conf and runs the result in
 // Caddy, in process (admin endpoint on caddyAdmin, nothing persisted),
@@ -54,16 +54,26 @@ func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 	if err := json.Unmarshal(js, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["admin"] = map[string]any{"listen": caddyAdmin, "config": map[string]any{"persist": false}}
 	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
-	js, _ = json.Marshal(m)
 	// Caddy keeps its instance id under the user's data directory.
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	caddyMu.Lock()
-	if err := caddy.Load(js, true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("caddy.Load: %v\n%s", err, cf)
+	// A port of the range that another process (or a backend on a random
+	// port) holds makes the load fail: try the next, 20 at most.
+	port := 36000 + rand.IntN(900)
+	for try := 0; ; try++ {
+		caddyAdmin = "127.0.0.1:" + strconv.Itoa(port+try)
+		m["admin"] = map[string]any{"listen": caddyAdmin, "config": map[string]any{"persist": false}}
+		js, _ = json.Marshal(m)
+		err = caddy.Load(js, true)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "address already in use") || try == 19 {
+			caddyMu.Unlock()
+			t.Fatalf("caddy.Load: %v\n%s", err, cf)
+		}
 	}
 	t.Cleanup(func() {
 		caddy.Stop()
