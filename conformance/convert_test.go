@@ -84,26 +84,31 @@ func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 
 // through returns a copy of n that sends its requests to the Caddy of
 // startCaddy at base, over connections of its own, with the same backends.
-// Each request waits until Caddy's lbpack policies have no request in
-// flight: a policy counts one until Caddy's handler returns, which can come
-// after the client has the whole answer, while nginx's count drops before
-// it. A client that sends its next request at once could find least_conn
-// counting the previous one; nginx's sequential requests never do.
+// Each request waits until Caddy's lbpack policies count in flight only the
+// requests the pool holds: a policy counts a request until Caddy's handler
+// returns, which can come after the client has the whole answer, while
+// nginx's count drops before it. A client that sends its next request at
+// once could find least_conn or max_conns counting the previous one;
+// nginx's sequential requests never do.
 func (n *nginx) through(t *testing.T, base string) *nginx {
 	c := *n
 	c.base = base
-	c.client = &http.Client{Timeout: 5 * time.Second, Transport: idleFirst{&http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}}
-	c.heldClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	c.client = &http.Client{Timeout: 5 * time.Second, Transport: settled{&http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}, n.pool}}
+	c.heldClient = &http.Client{Timeout: 30 * time.Second, Transport: settled{&http.Transport{Proxy: nil, DisableKeepAlives: true}, n.pool}}
 	t.Cleanup(c.client.CloseIdleConnections)
 	return &c
 }
 
-// idleFirst sends a request once every lbpack policy of the running Caddy
-// has nothing in flight (bounded: at most 2s of 1ms polls of the admin
-// endpoint's /lbpack/state).
-type idleFirst struct{ next http.RoundTripper }
+// settled sends a request once every lbpack policy of the running Caddy
+// counts as many requests in flight as the pool holds (those before this
+// one), polling the admin endpoint's /lbpack/state every millisecond for
+// at most 2s. Without a pool, that is none.
+type settled struct {
+	next http.RoundTripper
+	pool *pool
+}
 
-func (f idleFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+func (f settled) RoundTrip(r *http.Request) (*http.Response, error) {
 	var state struct {
 		Policies []struct {
 			Upstreams []struct {
@@ -111,6 +116,16 @@ func (f idleFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 			} `json:"upstreams"`
 		} `json:"policies"`
 	}
+	want := int64(0)
+	if f.pool != nil {
+		f.pool.mu.Lock()
+		want = int64(len(f.pool.gates))
+		f.pool.mu.Unlock()
+		if strings.Contains(r.URL.RawQuery, "hold=") {
+			want-- // this request's gate is registered before it is sent
+		}
+	}
+	busy := int64(-1)
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		resp, err := http.Get("http://" + caddyAdmin + "/lbpack/state")
 		if err != nil {
@@ -121,17 +136,17 @@ func (f idleFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("/lbpack/state: %v", err)
 		}
-		busy := int64(0)
+		busy = 0
 		for _, p := range state.Policies {
 			for _, u := range p.Upstreams {
 				busy += u.InFlight
 			}
 		}
-		if busy == 0 {
+		if busy == want {
 			return f.next.RoundTrip(r)
 		}
 	}
-	return nil, fmt.Errorf("Caddy's policies still count requests in flight after 2s")
+	return nil, fmt.Errorf("Caddy's policies count %d requests in flight after 2s, the pool holds %d", busy, want)
 }
 
 // TestConvertUpstreams converts the suite's own nginx configuration, every
@@ -167,6 +182,27 @@ func TestConvertUpstreams(t *testing.T) {
 			sp.primDown, sp.backups = sp.primaries, 2
 		}
 		ups = append(ups, randomRR(r, fmt.Sprintf("cleast%d", i), leastConn, sp))
+	}
+	// Requests held in flight: least_conn's counts differ, and max_conns
+	// fills servers, which every method then skips.
+	for i := 0; i < 4; i++ {
+		u := randomRR(r, fmt.Sprintf("clcbusy%d", i), leastConn, rrSpec{primaries: 2 + r.IntN(6), equal: i == 0, backups: i % 2})
+		busy(r, u, 2+r.IntN(4))
+		ups = append(ups, u)
+	}
+	for i, m := range []method{smoothRR, leastConn, ipHash, hashKetama, hashModulo} {
+		var u *upstream
+		switch m.keyed {
+		case noKey:
+			u = randomRR(r, fmt.Sprintf("cmaxconns%d", i), m, rrSpec{primaries: 2 + r.IntN(5)})
+		case clientIP:
+			u = randomHashed(r, fmt.Sprintf("cmaxconns%d", i), m, 3+r.IntN(5), 0, false, clientIPs(r, 80))
+		default:
+			u = randomHashed(r, fmt.Sprintf("cmaxconns%d", i), m, 3+r.IntN(5), 0, false, argKeys(r, 80))
+		}
+		limit(r, u, true)
+		busy(r, u, 2+r.IntN(4))
+		ups = append(ups, u)
 	}
 	ups = append(ups, hashedCases(r, "ciphash", ipHash, func(c int) []string { return clientIPs(r, c) })[:6]...)
 	ups = append(ups, hashedCases(r, "cketama", hashKetama, func(c int) []string { return argKeys(r, c) })...)
@@ -370,7 +406,7 @@ func TestConvertCorpus(t *testing.T) {
 			want := answers(t, run.nginx.client, run.nginx.base, reqs)
 			conf, base := run.caddyFiles(t, dir)
 			cf, _ := startCaddy(t, conf)
-			client := &http.Client{Timeout: 5 * time.Second, Transport: idleFirst{&http.Transport{Proxy: nil}}}
+			client := &http.Client{Timeout: 5 * time.Second, Transport: settled{&http.Transport{Proxy: nil}, nil}}
 			defer client.CloseIdleConnections()
 			got := answers(t, client, base, reqs)
 			differ := 0
