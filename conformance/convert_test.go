@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/standard"
 
 	_ "github.com/lbpack/lbpack/caddyplugin"
 	"github.com/lbpack/lbpack/conformance/corpus"
+	"github.com/lbpack/lbpack/internal/lbsim"
 	"github.com/lbpack/lbpack/internal/nginxconf"
 )
 
@@ -46,7 +46,7 @@ func startCaddy(t *testing.T, conf string) (string, []nginxconf.Warning) {
 		t.Fatal(err)
 	}
 	cf, warnings := cfg.Caddyfile()
-	js, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(cf, map[string]any{"filename": "Caddyfile"})
+	js, _, err := lbsim.AdaptCaddyfile(cf, "Caddyfile") // what lbsim convert --to json prints
 	if err != nil {
 		t.Fatalf("Caddy refuses the converted Caddyfile: %v\n%s", err, cf)
 	}
