@@ -92,7 +92,9 @@ func sameRealIP(a, b RealIP) bool {
 func (w *caddyWriter) site(s *Site) {
 	var addrs []string
 	binds := map[string]bool{}
+	anyHost := false // a listen on every interface: no bind
 	for _, ln := range s.Listens {
+		anyHost = anyHost || ln.Host == ""
 		scheme := "http"
 		if ln.SSL {
 			scheme = "https"
@@ -125,7 +127,7 @@ func (w *caddyWriter) site(s *Site) {
 	w.line(0, "")
 	w.line(0, "# server (%s)", s.Pos)
 	w.line(0, "%s {", strings.Join(addrs, ", "))
-	if len(binds) > 0 {
+	if len(binds) > 0 && !anyHost {
 		w.line(1, "bind %s", strings.Join(sortedKeys(binds), " "))
 	}
 	if s.Return != nil {
@@ -140,7 +142,7 @@ func (w *caddyWriter) site(s *Site) {
 	// makes the file read as it runs.
 	sort.SliceStable(locs, func(i, j int) bool { return matchRank(locs[i]) > matchRank(locs[j]) })
 	for i, loc := range locs {
-		w.location(s, loc, i)
+		w.location(loc, i)
 	}
 	w.line(0, "}")
 }
@@ -160,7 +162,7 @@ func matchRank(l *Location) int {
 }
 
 // location writes one location as a handle block.
-func (w *caddyWriter) location(s *Site, loc *Location, i int) {
+func (w *caddyWriter) location(loc *Location, i int) {
 	desc := strings.TrimSpace(loc.Modifier + " " + loc.Path)
 	w.line(1, "# location %s (%s)", desc, loc.Pos)
 	var matcher string

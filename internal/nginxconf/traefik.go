@@ -110,17 +110,19 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 			hosts = append(hosts, "Host(`"+n+"`)")
 		}
 	}
+	// Priorities as nginx chooses: a server by its names first, then in it
+	// an exact location, a regular expression, the longest prefix.
 	var path string
 	priority := 1000 + len(loc.Path)
 	switch loc.Modifier {
 	case "=":
-		path, priority = "Path(`"+loc.Path+"`)", 10000+len(loc.Path)
+		path, priority = "Path(`"+loc.Path+"`)", 50000+len(loc.Path)
 	case "~", "~*":
 		re := loc.Path
 		if loc.Modifier == "~*" {
 			re = "(?i)" + re
 		}
-		path = "PathRegexp(`" + re + "`)"
+		path, priority = "PathRegexp(`"+re+"`)", 40000
 		t.warn(loc.Pos, "location", "%s: a regular expression: Traefik orders routers by priority (%d here), nginx tries regular expressions after the longest prefix", loc.Path, priority)
 	default:
 		path = "PathPrefix(`" + loc.Path + "`)"
@@ -128,6 +130,7 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 	rule := path
 	if len(hosts) > 0 && !s.Default {
 		rule = "(" + strings.Join(hosts, " || ") + ") && " + path
+		priority += 100000
 	} else if len(hosts) > 0 && !t.warnedDefault[s] {
 		t.warnedDefault[s] = true
 		t.warn(s.Pos, "server", "the default server of its port: its routers match every host, as nginx sends it the requests no other server_name takes")
