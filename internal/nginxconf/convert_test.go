@@ -560,3 +560,40 @@ func TestCaddyServers(t *testing.T) {
 		}
 	}
 }
+
+// TestInheritance: proxy_set_header and add_header of a level replace the
+// inherited ones, as in nginx; others add to them.
+func TestInheritance(t *testing.T) {
+	conf := `http {
+	proxy_set_header X-A a;
+	add_header X-H h;
+	upstream u { server 10.0.0.1:80; }
+	server {
+		proxy_set_header X-B b;
+		location /own/ { proxy_set_header X-C c; add_header X-I i; proxy_pass http://u; }
+		location /inherited/ { proxy_pass http://u; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range cfg.Sites[0].Locations {
+		var hs []string
+		for _, h := range l.Proxy.SetHeaders {
+			hs = append(hs, h.Name)
+		}
+		for _, h := range l.AddHeaders {
+			hs = append(hs, "add "+h.Name)
+		}
+		got[l.Path] = strings.Join(hs, " ")
+	}
+	want := map[string]string{"/own/": "X-C add X-I", "/inherited/": "X-B add X-H"}
+	for path, w := range want {
+		if got[path] != w {
+			t.Errorf("location %s: headers %q, want %q", path, got[path], w)
+		}
+	}
+}

@@ -204,6 +204,7 @@ type scope struct {
 	setHeaders       []Header
 	setHeadersLocal  bool
 	addHeaders       []Header
+	addHeadersLocal  bool
 	realIP           RealIP
 	realIPFromLocal  bool
 	realIPFromParent []string
@@ -410,7 +411,10 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		sc.addHeaders = append(append([]Header(nil), sc.addHeaders...), Header{Name: d.Args[0], Value: k, Pos: d.Pos})
+		if !sc.addHeadersLocal {
+			sc.addHeaders, sc.addHeadersLocal = nil, true // as proxy_set_header: a level's own replace the inherited
+		}
+		sc.addHeaders = append(sc.addHeaders, Header{Name: d.Args[0], Value: k, Pos: d.Pos})
 	case "proxy_http_version":
 		if len(d.Args) == 1 && d.Args[0] == "1.1" {
 			return true, nil // what both hosts speak to their upstreams
@@ -426,8 +430,8 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 func (sc *scope) child() *scope {
 	c := *sc
 	c.setHeadersLocal = false
+	c.addHeadersLocal = false
 	c.realIPFromLocal = false
-	c.addHeaders = append([]Header(nil), sc.addHeaders...)
 	return &c
 }
 
