@@ -402,8 +402,10 @@ func TestConvertTraefik(t *testing.T) {
 	}
 }
 
-// TestConvertTraefikFailover kills one of three servers: nginx serves every
-// request, and so must the plugin with the converted maxFails and retries.
+// TestConvertTraefikFailover kills one of the three servers of one
+// upstream and every primary of another: nginx serves every request (the
+// second from its backup), and so must the plugin with the converted
+// maxFails, retries and backup.
 func TestConvertTraefikFailover(t *testing.T) {
 	l := loadPlugin(t, nil)
 	dir := filepath.Join(corpusDir, "failover")
@@ -413,26 +415,35 @@ func TestConvertTraefikFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, _ := traefikFront(t, l, conf)
-	dead := run.vars["@K1@"]
-	run.kill["@K1@"].Close()
+	dead := map[string]bool{}
+	for _, k := range []string{"@K1@", "@K3@", "@K4@", "@K5@"} {
+		dead[run.vars[k]] = true
+		run.kill[k].Close()
+	}
+	backup := run.vars["@K6@"]
 	for _, p := range []struct{ name, base string }{{"nginx", run.nginx}, {"Traefik plugin", base}} {
 		c := &http.Client{Timeout: 5 * time.Second}
-		served := 0
+		failed := 0
 		for i := 0; i < 60; i++ {
 			method := http.MethodGet
-			if i%2 == 1 {
+			if i%4 >= 2 {
 				method = http.MethodPost
 			}
-			status, body, err := corpus.Send(c, p.base, corpus.Request{Method: method, Host: "app.example", Target: fmt.Sprintf("/orders/%d", i)})
-			if err == nil && status == http.StatusOK && body != dead {
-				served++
-			} else if i-served < 3 {
-				t.Errorf("%s, %s dead: request %d (%s): status %d, %v, %q", p.name, dead, i, method, status, err, body)
+			target := fmt.Sprintf("/orders/%d", i)
+			if i%2 == 1 {
+				target = fmt.Sprintf("/shop/item/%d", i)
+			}
+			status, body, err := corpus.Send(c, p.base, corpus.Request{Method: method, Host: "app.example", Target: target})
+			if err != nil || status != http.StatusOK || dead[body] || i%2 == 1 && body != backup {
+				failed++
+				if failed <= 3 {
+					t.Errorf("%s, backends killed: request %d (%s %s): status %d, %v, %q", p.name, i, method, target, status, err, body)
+				}
 			}
 		}
 		c.CloseIdleConnections()
-		if served != 60 {
-			t.Errorf("%s served %d of 60 requests with one of three servers dead", p.name, served)
+		if failed > 0 {
+			t.Errorf("%s: %d of 60 requests failed or missed the backup", p.name, failed)
 		}
 	}
 }

@@ -10,6 +10,7 @@
 //	lbsim trace --strategy smooth_wrr|gcd_wrr --backends a=5,b=3,c=2 [-n N]
 //	lbsim compare --backends HOST:PORT=W[,...] [--down HOST:PORT[,...]] [-n N] [--keys FILE] [--seed S]
 //	lbsim simulate --strategy NAME --backends HOST:PORT=W[,...] --latency HOST:PORT=DIST[,...] [--concurrency C | --rate R] [-n N] [--seed S]
+//	lbsim convert [--to caddyfile|json|traefik] NGINX.CONF
 //
 // In every --backends list "=W" may be omitted (weight 1), and a backend is
 // an address (HOST:PORT) or a bare name (a, web-1): a bare name stands for
@@ -62,6 +63,12 @@
 // "HOST:PORT=" gives every backend not listed its distribution; every backend
 // needs one. ip_hash and url_hash hash random client IPs, or the keys of
 // --keys FILE. The simulation is deterministic for a given --seed (default 1).
+//
+// convert reads an nginx configuration file and the files it includes and
+// prints the equivalent Caddyfile (the default), Caddy JSON or Traefik
+// dynamic configuration with lbpack's policies, keeping nginx's choices;
+// what cannot be carried over is a warning on standard error with its
+// file:line (see docs/migrating-from-nginx.md).
 //
 // Bad input gets a message on standard error naming the flag and the value,
 // and exit status 2; a failure while running (no backend available) gets

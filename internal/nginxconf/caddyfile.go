@@ -2,6 +2,7 @@ package nginxconf
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // with the lbpack policy of its upstream. It returns the warnings of the
 // conversion (Load's and Caddy's own).
 func (c *Config) Caddyfile() ([]byte, []Warning) {
-	w := &caddyWriter{warnings: append([]Warning(nil), c.Warnings...)}
+	w := &caddyWriter{warnings: append([]Warning(nil), c.Warnings...), sites: map[string]*Site{}}
 	w.line(0, "# Converted from nginx by lbpack (lbsim convert). Each block names the")
 	w.line(0, "# nginx directive it comes from.")
 	w.global(c.Sites)
@@ -26,6 +27,7 @@ func (c *Config) Caddyfile() ([]byte, []Warning) {
 type caddyWriter struct {
 	b        strings.Builder
 	warnings []Warning
+	sites    map[string]*Site // site addresses written, by address
 }
 
 func (w *caddyWriter) line(depth int, format string, args ...any) {
@@ -90,7 +92,9 @@ func sameRealIP(a, b RealIP) bool {
 func (w *caddyWriter) site(s *Site) {
 	var addrs []string
 	binds := map[string]bool{}
+	anyHost := false // a listen on every interface: no bind
 	for _, ln := range s.Listens {
+		anyHost = anyHost || ln.Host == ""
 		scheme := "http"
 		if ln.SSL {
 			scheme = "https"
@@ -100,24 +104,45 @@ func (w *caddyWriter) site(s *Site) {
 			names = append(append([]string(nil), names...), "")
 		}
 		for _, n := range names {
-			addrs = append(addrs, scheme+"://"+n+":"+ln.Port)
+			a := scheme + "://" + n + ":" + ln.Port
+			if other := w.sites[a]; other == s {
+				continue // listen 80 and listen [::]:80: one address for Caddy
+			} else if other != nil {
+				if n != "" {
+					w.warn(s.Pos, "server_name", "%s on port %s: also the server at %s's, which nginx prefers (conflicting server name): left out", n, ln.Port, other.Pos)
+				}
+				continue
+			}
+			w.sites[a] = s
+			addrs = append(addrs, a)
 		}
 		if ln.Host != "" {
 			binds[ln.Host] = true
 		}
 	}
+	if len(addrs) == 0 {
+		w.warn(s.Pos, "server", "every name and port is another server's: not converted")
+		return
+	}
 	w.line(0, "")
 	w.line(0, "# server (%s)", s.Pos)
 	w.line(0, "%s {", strings.Join(addrs, ", "))
-	if len(binds) > 0 {
+	if len(binds) > 0 && !anyHost {
 		w.line(1, "bind %s", strings.Join(sortedKeys(binds), " "))
+	}
+	if s.Return != nil {
+		var maps []argMap
+		w.respond(&w.b, 1, s.Return, func(k Key, directive string) string {
+			return caddyKey(k, &maps, func(format string, args ...any) { w.warn(k.Pos, directive, format, args...) })
+		})
+		w.writeMaps(1, maps)
 	}
 	locs := append([]*Location(nil), s.Locations...)
 	// Caddy sorts handle blocks by path itself; writing them in that order
 	// makes the file read as it runs.
 	sort.SliceStable(locs, func(i, j int) bool { return matchRank(locs[i]) > matchRank(locs[j]) })
 	for i, loc := range locs {
-		w.location(s, loc, i)
+		w.location(loc, i)
 	}
 	w.line(0, "}")
 }
@@ -137,7 +162,7 @@ func matchRank(l *Location) int {
 }
 
 // location writes one location as a handle block.
-func (w *caddyWriter) location(s *Site, loc *Location, i int) {
+func (w *caddyWriter) location(loc *Location, i int) {
 	desc := strings.TrimSpace(loc.Modifier + " " + loc.Path)
 	w.line(1, "# location %s (%s)", desc, loc.Pos)
 	var matcher string
@@ -176,25 +201,37 @@ func (w *caddyWriter) location(s *Site, loc *Location, i int) {
 	case loc.Proxy != nil:
 		w.proxy(body, loc, keyOf)
 	case loc.Return != nil:
-		r := loc.Return
-		text := keyOf(r.Text, "return")
-		if r.Code >= 300 && r.Code < 400 && text != "" {
-			body.line(2, "redir %s %d", caddyToken(text), r.Code)
-		} else if text != "" {
-			body.line(2, "respond %s %d", caddyToken(text), r.Code)
-		} else {
-			body.line(2, "respond %d", r.Code)
-		}
+		w.respond(&body.b, 2, loc.Return, keyOf)
 	}
-	for _, m := range maps {
-		w.line(2, "map {http.request.uri.query} %s {", m.placeholder())
-		w.line(3, "# $arg_%s: the raw argument, as nginx hashes it", m.name)
-		w.line(3, `%s "${1}"`, caddyToken(m.regexp()))
-		w.line(2, "}")
-	}
+	w.writeMaps(2, maps)
 	w.warnings = append(w.warnings, body.warnings...)
 	w.b.WriteString(body.b.String())
 	w.line(1, "}")
+}
+
+// respond writes a return directive: redir for 3xx with a URL, else
+// respond.
+func (w *caddyWriter) respond(b *strings.Builder, depth int, r *Return, keyOf func(Key, string) string) {
+	text := keyOf(r.Text, "return")
+	ind := strings.Repeat("\t", depth)
+	switch {
+	case r.Code >= 300 && r.Code < 400 && text != "":
+		fmt.Fprintf(b, "%sredir %s %d\n", ind, caddyToken(text), r.Code)
+	case text != "":
+		fmt.Fprintf(b, "%srespond %s %d\n", ind, caddyToken(text), r.Code)
+	default:
+		fmt.Fprintf(b, "%srespond %d\n", ind, r.Code)
+	}
+}
+
+// writeMaps writes the map directives that extract raw query arguments.
+func (w *caddyWriter) writeMaps(depth int, maps []argMap) {
+	for _, m := range maps {
+		w.line(depth, "map {http.request.uri.query} %s {", m.placeholder())
+		w.line(depth+1, "# $arg_%s: the raw argument, as nginx hashes it", m.name)
+		w.line(depth+1, `%s "${1}"`, caddyToken(m.regexp()))
+		w.line(depth, "}")
+	}
 }
 
 func usesVar(k Key, name string) bool {
@@ -225,12 +262,19 @@ func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, strin
 			addrs[i] = "https://" + a
 		}
 	}
+	w.rewrite(b, loc)
 	inner := &caddyWriter{}
 	if u != nil {
 		w.policy(inner, u, keyOf)
-		w.health(inner, u)
 	}
 	w.retries(inner, p, u)
+	if !hasHost(p.SetHeaders) {
+		// nginx's default proxy_set_header Host $proxy_host: proxy_pass's
+		// host, where Caddy would pass the client's.
+		host := strings.TrimSuffix(strings.TrimSuffix(p.Host, ":80"), ":443")
+		inner.line(3, "# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise")
+		inner.line(3, "header_up Host %s", caddyToken(host))
+	}
 	for _, h := range p.SetHeaders {
 		w.setHeader(inner, h, keyOf)
 	}
@@ -286,7 +330,6 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 	if u.Method == Random && u.Two && !u.TwoLeastTime {
 		lines = append(lines, "two_choices")
 	}
-	uniform := uniformFailures(u)
 	weighted := false
 	for _, s := range u.Servers {
 		weighted = weighted || s.Weight != 1
@@ -310,14 +353,8 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 		if s.SlowStart > 0 {
 			lines = append(lines, fmt.Sprintf("slow_start %s %s", s.Addr, caddyDuration(s.SlowStart)))
 		}
-		if s.MaxConns > 0 {
-			lines = append(lines, fmt.Sprintf("max_conns %s %d", s.Addr, s.MaxConns))
-		}
-		if !uniform {
-			lines = append(lines, fmt.Sprintf("max_fails %s %d", s.Addr, s.MaxFails))
-			lines = append(lines, fmt.Sprintf("fail_timeout %s %s", s.Addr, caddyDuration(s.FailTimeout)))
-		}
 	}
+	lines = append(lines, failureOptions(u)...)
 	head := "lb_policy " + name
 	if weighted {
 		for _, s := range u.Servers {
@@ -335,33 +372,56 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 	b.line(3, "}")
 }
 
-// uniformFailures reports whether every server has the same max_fails and
-// fail_timeout: then Caddy's passive health check, set per proxy, carries
-// them; otherwise the policy takes them per address.
-func uniformFailures(u *Upstream) bool {
+// failureOptions writes max_fails, fail_timeout and max_conns: nginx's
+// accounting, which the lbpack policy keeps per upstream as nginx does
+// (nginx's max_fails=1 fail_timeout=10s apply where nothing is written).
+// The value most servers share goes policy-wide, the others per address;
+// a server with max_fails=0 among others with failures counted leaves
+// every value per address, since a per-address 0 cannot override a
+// policy-wide count.
+func failureOptions(u *Upstream) []string {
+	type pair struct {
+		fails   int
+		timeout time.Duration
+	}
+	count := map[pair]int{}
+	var common pair
+	zero, conns := false, map[int]int{}
 	for _, s := range u.Servers {
-		if s.MaxFails != u.Servers[0].MaxFails || s.FailTimeout != u.Servers[0].FailTimeout {
-			return false
+		p := pair{s.MaxFails, s.FailTimeout}
+		count[p]++
+		if count[p] > count[common] || count[p] == count[common] && p == (pair{u.Servers[0].MaxFails, u.Servers[0].FailTimeout}) {
+			common = p
+		}
+		zero = zero || s.MaxFails == 0
+		conns[s.MaxConns]++
+	}
+	var out []string
+	if zero && common.fails > 0 || common.fails == 0 {
+		common = pair{}
+	} else {
+		out = append(out, "# nginx's max_fails and fail_timeout (1 and 10s unless written)",
+			fmt.Sprintf("max_fails %d", common.fails), "fail_timeout "+caddyDuration(common.timeout))
+	}
+	sharedConns := 0
+	if len(conns) == 1 {
+		sharedConns = u.Servers[0].MaxConns
+	}
+	if sharedConns > 0 {
+		out = append(out, fmt.Sprintf("max_conns %d", sharedConns))
+	}
+	for _, s := range u.Servers {
+		if s.MaxFails > 0 && s.MaxFails != common.fails {
+			out = append(out, fmt.Sprintf("max_fails %s %d", s.Addr, s.MaxFails))
+		}
+		if s.MaxFails > 0 && s.FailTimeout != common.timeout {
+			out = append(out, fmt.Sprintf("fail_timeout %s %s", s.Addr, caddyDuration(s.FailTimeout)))
+		}
+		if s.MaxConns > 0 && sharedConns == 0 {
+			out = append(out, fmt.Sprintf("max_conns %s %d", s.Addr, s.MaxConns))
 		}
 	}
-	return true
-}
-
-// health writes the passive health check that carries nginx's max_fails
-// and fail_timeout (1 and 10s unless written), and unhealthy_status for
-// the http_ conditions of proxy_next_upstream, which nginx counts as
-// failures too.
-func (w *caddyWriter) health(b *caddyWriter, u *Upstream) {
-	if !uniformFailures(u) {
-		return
-	}
-	s := u.Servers[0]
-	if s.MaxFails == 0 {
-		return // max_fails=0: nginx counts no failures
-	}
-	b.line(3, "# max_fails=%d fail_timeout=%s: nginx's defaults unless written", s.MaxFails, caddyDuration(s.FailTimeout))
-	b.line(3, "fail_duration %s", caddyDuration(s.FailTimeout))
-	b.line(3, "max_fails %d", s.MaxFails)
+	return out
 }
 
 // retries writes proxy_next_upstream's meaning: lb_retries (each server once
@@ -416,15 +476,33 @@ func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
 		b.line(3, "lb_retry_match {")
 		b.line(4, "expression `{rp.status_code} in [%s]`", strings.Join(codes, ", "))
 		b.line(3, "}")
-		var failing []string
-		for _, c := range codes {
-			if c != "403" && c != "404" {
-				failing = append(failing, c)
-			}
+	}
+}
+
+// hasHost reports whether the headers set Host.
+func hasHost(hs []Header) bool {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, "Host") {
+			return true
 		}
-		if len(failing) > 0 && u != nil && u.Servers[0].MaxFails > 0 && uniformFailures(u) {
-			b.line(3, "unhealthy_status %s", strings.Join(failing, " "))
-		}
+	}
+	return false
+}
+
+// rewrite writes what the URI part of proxy_pass does: nginx replaces the
+// part of the path the location matched with it. Caddy carries it over for
+// a prefix location and a URI that both end in "/" (location /api/ with
+// proxy_pass http://app/ or http://app/v2/); others are warned of.
+func (w *caddyWriter) rewrite(b *caddyWriter, loc *Location) {
+	uri := loc.Proxy.URI
+	switch {
+	case uri == "" || uri == loc.Path && loc.Modifier != "~" && loc.Modifier != "~*":
+		return // nothing replaced, or the same text
+	case (loc.Modifier == "" || loc.Modifier == "^~") && strings.HasSuffix(loc.Path, "/") && strings.HasSuffix(uri, "/"):
+		b.line(2, "# proxy_pass's URI %s replaces the location's prefix %s", uri, loc.Path)
+		b.line(2, "uri path_regexp %s %s", caddyToken("^"+regexp.QuoteMeta(loc.Path)), caddyToken(uri))
+	default:
+		w.warn(loc.Proxy.Pos, "proxy_pass", "the URI part %s, which replaces what location %s matched, is not converted: Caddy passes the path unchanged", uri, loc.Path)
 	}
 }
 

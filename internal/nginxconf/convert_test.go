@@ -66,15 +66,17 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy smooth_wrr 5 3 2 1 {
 				backup [2001:db8::1]:8080
 				down 10.0.0.3:80
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 2
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"least_conn with uniform failures and max_conns", `upstream u {
 	least_conn;
@@ -82,17 +84,19 @@ func TestCaddyPolicies(t *testing.T) {
 	server 10.0.0.2:80 max_fails=3 fail_timeout=30s slow_start=1m;
 }`, `reverse_proxy 10.0.0.1:80 10.0.0.2:80 {
 			lb_policy weighted_least_conn {
-				max_conns 10.0.0.1:80 100
 				slow_start 10.0.0.2:80 1m
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 3
+				fail_timeout 30s
+				max_conns 10.0.0.1:80 100
 			}
-			# max_fails=3 fail_timeout=30s: nginx's defaults unless written
-			fail_duration 30s
-			max_fails 3
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 1
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"per-server max_fails and fail_timeout go to the policy", `upstream u {
 	server 10.0.0.1:80 weight=5;
@@ -104,14 +108,14 @@ func TestCaddyPolicies(t *testing.T) {
 				fail_timeout 10.0.0.1:80 10s
 				max_fails 10.0.0.2:80 2
 				fail_timeout 10.0.0.2:80 5s
-				max_fails 10.0.0.3:80 0
-				fail_timeout 10.0.0.3:80 10s
 			}
 			# proxy_next_upstream error timeout: each server at most once
 			lb_retries 2
 			lb_retry_match {
 				method GET HEAD PUT DELETE OPTIONS TRACE
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}`},
 		{"ip_hash, max_fails=0 everywhere, keepalive", `upstream u {
 	ip_hash;
@@ -123,6 +127,8 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy nginx_ip_hash {
 				down 10.0.0.2:80
 			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			transport http {
 				keepalive_idle_conns 32
 				keepalive 1m30s
@@ -135,6 +141,9 @@ func TestCaddyPolicies(t *testing.T) {
 }`, `lb_policy url_hash {
 				key {http.request.header.X-User-Id}/{http.request.cookie.sid}:{http.request.orig_uri}\{{client_ip}\}
 				mode ketama
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}`},
 		{"hash modulo on a raw query argument", `upstream u {
 	hash $arg_Key;
@@ -149,10 +158,12 @@ func TestCaddyPolicies(t *testing.T) {
 			lb_policy url_hash {
 				key {nginx.arg_Key}
 				mode modulo
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 		}
 	}`},
 		{"random two least_conn", `upstream u {
@@ -161,11 +172,22 @@ func TestCaddyPolicies(t *testing.T) {
 	server 10.0.0.2:80;
 }`, `lb_policy weighted_least_conn 2 1 {
 				two_choices
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
 			}`},
 		{"random", `upstream u { random; server 10.0.0.1:80 weight=2; server 10.0.0.2:80; }`,
-			`lb_policy smooth_wrr 2 1`},
+			`lb_policy smooth_wrr 2 1 {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}`},
 		{"least_time (NGINX Plus)", `upstream u { least_time header; server 10.0.0.1:80; server 10.0.0.2:80; }`,
-			`lb_policy fair`},
+			`lb_policy fair {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,7 +216,7 @@ func TestCaddyRetries(t *testing.T) {
 		{"statuses, non_idempotent, a timeout; the location's own replaces the server's", "proxy_next_upstream off;",
 			"proxy_next_upstream_timeout 5s;", "proxy_next_upstream error http_502 http_404 non_idempotent;",
 			"lb_retries 3\nlb_try_duration 5s\nlb_retry_match {\nmethod GET HEAD PUT DELETE OPTIONS TRACE POST LOCK PATCH\n}\n" +
-				"lb_retry_match {\nexpression `{rp.status_code} in [502, 404]`\n}\nunhealthy_status 502"},
+				"lb_retry_match {\nexpression `{rp.status_code} in [502, 404]`\n}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,16 +298,22 @@ http://example.com:8080, http://example.org:8080, http://*.example.org:8080, htt
 	@location1 path_regexp (?i)\.php$
 	handle @location1 {
 		# proxy_pass (nginx.conf:12)
-		reverse_proxy 127.0.0.1:9000
+		reverse_proxy 127.0.0.1:9000 {
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host 127.0.0.1:9000
+		}
 	}
 	# location /api/ (nginx.conf:11)
 	handle /api/* {
 		# proxy_pass (nginx.conf:11) to upstream u (nginx.conf:6)
 		reverse_proxy 10.0.0.1:80 {
-			lb_policy smooth_wrr
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
+			lb_policy smooth_wrr {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			header_up X-Client {client_ip}
 		}
 	}
@@ -301,10 +329,13 @@ http://other.example:8080 {
 	handle {
 		# proxy_pass (nginx.conf:18) to upstream u (nginx.conf:6)
 		reverse_proxy https://10.0.0.1:80 {
-			lb_policy smooth_wrr
-			# max_fails=1 fail_timeout=10s: nginx's defaults unless written
-			fail_duration 10s
-			max_fails 1
+			lb_policy smooth_wrr {
+				# nginx's max_fails and fail_timeout (1 and 10s unless written)
+				max_fails 1
+				fail_timeout 10s
+			}
+			# nginx sends proxy_pass's host unless proxy_set_header Host says otherwise
+			header_up Host u
 			transport http {
 				tls
 			}
@@ -470,5 +501,99 @@ func TestTraefik(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "#     port8081:\n#       address: \":8081\"\n#       forwardedHeaders:\n#         trustedIPs: [\"127.0.0.1\"]\n") {
 		t.Errorf("no static entry point in the comment:\n%s", out)
+	}
+}
+
+// TestCaddyServers: a server's own return, the same port written twice,
+// names two servers claim, and proxy_pass with a URI part.
+func TestCaddyServers(t *testing.T) {
+	conf := `http {
+	upstream u { server 10.0.0.1:80; }
+	server {
+		listen 80;
+		listen [::]:80;
+		server_name a.example;
+		return 301 https://$host$request_uri;
+		location / { proxy_pass http://u; }
+	}
+	server {
+		listen 8080;
+		server_name b.example;
+		location /api/ { proxy_pass http://u/v2/; proxy_set_header Host $host; }
+		location /strip/ { proxy_pass http://u/; proxy_set_header Host $host; }
+		location /same/ { proxy_pass http://u/same/; proxy_set_header Host $host; }
+		location /odd { proxy_pass http://u/x; proxy_set_header Host $host; }
+	}
+	server {
+		listen 8080;
+		server_name b.example c.example;
+		location / { proxy_pass http://u; proxy_set_header Host $host; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if yml, _ := cfg.Traefik(); !strings.Contains(string(yml), "entryPoints: [port8080]\n") || strings.Contains(string(yml), "port80, port80") {
+		t.Errorf("entry points not one per port:\n%s", yml)
+	}
+	out, warnings := cfg.Caddyfile()
+	for _, want := range []string{
+		"http://a.example:80, http://:80 {\n\tredir https://{http.request.host}{http.request.orig_uri} 301\n}\n",
+		"\thandle /api/* {\n\t\t# proxy_pass (nginx.conf:13) to upstream u (nginx.conf:2)\n\t\t# proxy_pass's URI /v2/ replaces the location's prefix /api/\n\t\turi path_regexp ^/api/ /v2/\n",
+		"\thandle /strip/* {\n\t\t# proxy_pass (nginx.conf:14) to upstream u (nginx.conf:2)\n\t\t# proxy_pass's URI / replaces the location's prefix /strip/\n\t\turi path_regexp ^/strip/ /\n",
+		"\thandle /same/* {\n\t\t# proxy_pass (nginx.conf:15) to upstream u",
+		"\n# server (nginx.conf:18)\nhttp://c.example:8080 {\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks\n%s\nin\n%s", want, out)
+		}
+	}
+	for _, want := range []string{
+		"nginx.conf:8: location: the server's own return answers every request before a location is chosen",
+		"nginx.conf:16: proxy_pass: the URI part /x, which replaces what location /odd matched, is not converted",
+		"nginx.conf:18: server_name: b.example on port 8080: also the server at nginx.conf:10's",
+	} {
+		if !strings.Contains(warningsText(warnings), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningsText(warnings))
+		}
+	}
+}
+
+// TestInheritance: proxy_set_header and add_header of a level replace the
+// inherited ones, as in nginx; others add to them.
+func TestInheritance(t *testing.T) {
+	conf := `http {
+	proxy_set_header X-A a;
+	add_header X-H h;
+	upstream u { server 10.0.0.1:80; }
+	server {
+		proxy_set_header X-B b;
+		location /own/ { proxy_set_header X-C c; add_header X-I i; proxy_pass http://u; }
+		location /inherited/ { proxy_pass http://u; }
+	}
+}
+`
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range cfg.Sites[0].Locations {
+		var hs []string
+		for _, h := range l.Proxy.SetHeaders {
+			hs = append(hs, h.Name)
+		}
+		for _, h := range l.AddHeaders {
+			hs = append(hs, "add "+h.Name)
+		}
+		got[l.Path] = strings.Join(hs, " ")
+	}
+	want := map[string]string{"/own/": "X-C add X-I", "/inherited/": "X-B add X-H"}
+	for path, w := range want {
+		if got[path] != w {
+			t.Errorf("location %s: headers %q, want %q", path, got[path], w)
+		}
 	}
 }

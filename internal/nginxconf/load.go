@@ -112,6 +112,9 @@ type Site struct {
 	Default   bool // the default server of its ports, by default_server or by coming first
 	Locations []*Location
 	RealIP    RealIP
+	// Return is a return directive of the server itself, which nginx runs
+	// before choosing a location: it answers every request.
+	Return *Return
 }
 
 // Listen is one listen directive.
@@ -159,6 +162,8 @@ type Header struct {
 type Proxy struct {
 	Pos      Pos
 	Scheme   string    // http or https
+	Host     string    // the host (and port) as proxy_pass writes it: nginx's $proxy_host
+	URI      string    // the URI part of proxy_pass ("/v2/"), which replaces the location's prefix; "" when none
 	Upstream *Upstream // nil for a proxy_pass to one address
 	Addr     string    // the address, when Upstream is nil
 	Retry    Retry
@@ -199,6 +204,7 @@ type scope struct {
 	setHeaders       []Header
 	setHeadersLocal  bool
 	addHeaders       []Header
+	addHeadersLocal  bool
 	realIP           RealIP
 	realIPFromLocal  bool
 	realIPFromParent []string
@@ -405,7 +411,10 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		sc.addHeaders = append(append([]Header(nil), sc.addHeaders...), Header{Name: d.Args[0], Value: k, Pos: d.Pos})
+		if !sc.addHeadersLocal {
+			sc.addHeaders, sc.addHeadersLocal = nil, true // as proxy_set_header: a level's own replace the inherited
+		}
+		sc.addHeaders = append(sc.addHeaders, Header{Name: d.Args[0], Value: k, Pos: d.Pos})
 	case "proxy_http_version":
 		if len(d.Args) == 1 && d.Args[0] == "1.1" {
 			return true, nil // what both hosts speak to their upstreams
@@ -421,8 +430,8 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 func (sc *scope) child() *scope {
 	c := *sc
 	c.setHeadersLocal = false
+	c.addHeadersLocal = false
 	c.realIPFromLocal = false
-	c.addHeaders = append([]Header(nil), sc.addHeaders...)
 	return &c
 }
 
@@ -495,10 +504,10 @@ func (l *loader) upstream(d *Directive) error {
 			}
 		}
 	}
-	if u.Method == Hash {
+	if u.Method == Hash || u.Method == IPHash || u.Method == Random {
 		for _, p := range u.Servers {
 			if p.SlowStart > 0 {
-				return errorf(p.Pos, "server %s: slow_start: not with the hash method (NGINX Plus refuses it)", p.Addr)
+				return errorf(p.Pos, "server %s: slow_start: not with the %s method (NGINX Plus refuses it)", p.Addr, u.Method)
 			}
 		}
 	}
@@ -632,6 +641,12 @@ func (l *loader) server(d *Directive, parent *scope) error {
 			}
 		case "location":
 			locs = append(locs, c)
+		case "return":
+			r, err := parseReturn(c)
+			if err != nil {
+				return err
+			}
+			s.Return = r
 		default:
 			l.warn(c, "not converted")
 		}
@@ -640,6 +655,10 @@ func (l *loader) server(d *Directive, parent *scope) error {
 		s.Listens = []Listen{{Port: "80", Pos: d.Pos}}
 	}
 	s.RealIP = sc.realIP
+	if s.Return != nil && len(locs) > 0 {
+		l.warn(locs[0], "the server's own return answers every request before a location is chosen: its locations are not converted")
+		locs = nil
+	}
 	for _, c := range locs {
 		if err := l.location(s, c, sc); err != nil {
 			return err
@@ -774,12 +793,12 @@ func (l *loader) proxyPass(d *Directive, sc *scope) (*Proxy, string, error) {
 		l.warn(d, "%s: a proxy_pass with variables is not converted", raw)
 		return nil, "", nil
 	}
-	hostport, uri, _ := strings.Cut(rest, "/")
-	if uri != "" {
-		l.warn(d, "%s: the URI part (/%s), which replaces the matched location prefix, is not converted", raw, uri)
-	}
-	p := &Proxy{Pos: d.Pos, Scheme: scheme, Retry: sc.retry, ConnectTimeout: sc.connect,
+	hostport, uri, hasURI := strings.Cut(rest, "/")
+	p := &Proxy{Pos: d.Pos, Scheme: scheme, Host: hostport, Retry: sc.retry, ConnectTimeout: sc.connect,
 		ReadTimeout: sc.read, SendTimeout: sc.send, SetHeaders: sc.setHeaders}
+	if hasURI {
+		p.URI = "/" + uri
+	}
 	if p.Retry.Conditions == nil {
 		p.Retry.Conditions = []string{"error", "timeout"}
 	}

@@ -110,17 +110,19 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 			hosts = append(hosts, "Host(`"+n+"`)")
 		}
 	}
+	// Priorities as nginx chooses: a server by its names first, then in it
+	// an exact location, a regular expression, the longest prefix.
 	var path string
 	priority := 1000 + len(loc.Path)
 	switch loc.Modifier {
 	case "=":
-		path, priority = "Path(`"+loc.Path+"`)", 10000+len(loc.Path)
+		path, priority = "Path(`"+loc.Path+"`)", 50000+len(loc.Path)
 	case "~", "~*":
 		re := loc.Path
 		if loc.Modifier == "~*" {
 			re = "(?i)" + re
 		}
-		path = "PathRegexp(`" + re + "`)"
+		path, priority = "PathRegexp(`"+re+"`)", 40000
 		t.warn(loc.Pos, "location", "%s: a regular expression: Traefik orders routers by priority (%d here), nginx tries regular expressions after the longest prefix", loc.Path, priority)
 	default:
 		path = "PathPrefix(`" + loc.Path + "`)"
@@ -128,13 +130,18 @@ func (t *traefikWriter) router(name string, s *Site, loc *Location) {
 	rule := path
 	if len(hosts) > 0 && !s.Default {
 		rule = "(" + strings.Join(hosts, " || ") + ") && " + path
+		priority += 100000
 	} else if len(hosts) > 0 && !t.warnedDefault[s] {
 		t.warnedDefault[s] = true
 		t.warn(s.Pos, "server", "the default server of its port: its routers match every host, as nginx sends it the requests no other server_name takes")
 	}
 	var eps []string
+	seen := map[string]bool{}
 	for _, ln := range s.Listens {
-		eps = append(eps, entryPoint(ln))
+		if ep := entryPoint(ln); !seen[ep] {
+			seen[ep] = true
+			eps = append(eps, ep)
+		}
 	}
 	fmt.Fprintf(&t.b, "    # location %s (%s)\n", strings.TrimSpace(loc.Modifier+" "+loc.Path), loc.Pos)
 	fmt.Fprintf(&t.b, "    %s:\n", name)
@@ -223,6 +230,12 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 	}
 	if p.ReadTimeout > 0 {
 		kv("responseTimeout", caddyDuration(p.ReadTimeout))
+	}
+	if p.URI != "" && p.URI != loc.Path {
+		t.warn(p.Pos, "proxy_pass", "the URI part %s, which replaces what location %s matched, is not converted: use a Traefik stripPrefix or replacePathRegex middleware", p.URI, loc.Path)
+	}
+	if !hasHost(p.SetHeaders) {
+		t.warn(p.Pos, "proxy_pass", "nginx sends Host: %s (proxy_pass's host) unless proxy_set_header Host says otherwise; the plugin passes the client's (passHostHeader: false sends the server's address)", p.Host)
 	}
 	if p.SendTimeout > 0 {
 		t.warn(p.Pos, "proxy_send_timeout", "not converted: the plugin has no send timeout")
