@@ -419,10 +419,10 @@ type request struct {
 	nowNs int64 // 0 until read
 }
 
-// now returns the pick's time in Unix nanoseconds, reading the clock once.
+// now returns the pick's time (a clockNano reading), reading the clock once.
 func (r *request) now() int64 {
 	if r.nowNs == 0 {
-		r.nowNs = unixNano(r.b.now())
+		r.nowNs = clockNano(r.b.now())
 	}
 	return r.nowNs
 }
