@@ -105,18 +105,31 @@ func pickFairQuick(b *Balancer, key string) int {
 }
 
 // fairQuickScan is fairBest for the quick path, whose members are all
-// eligible at their configured weights.
+// eligible at their configured weights. The scores are fairCost's and the
+// last comparison fairBetter's, inline: under the interpreter a call per
+// member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
-	best, bs := first, 0.0
-	for c, m := range g.members {
-		if s := fairCost(m, int64(m.weight)*1000); c == 0 || s < bs {
-			best, bs = c, s
+	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
+	fs, fin, fm := 0.0, int64(0), int64(1)
+	for c, h := range g.hot {
+		in := h.state.inflight.Load()
+		s := math.Inf(1)
+		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
+			s = e * float64(in*1000+h.milli) / float64(h.milli)
+		} else if in == 0 {
+			s = 0 // unmeasured and idle
+		}
+		if c == first {
+			fs, fin, fm = s, in, h.milli
+		}
+		if s < bs {
+			best, bs, bin, bm = c, s, in, h.milli
 		}
 	}
-	if m, f := g.members[best], g.members[first]; !fairBetter(m, int64(m.weight)*1000, f, int64(f.weight)*1000) {
-		return first
+	if bin*fm < fin*bm && bs < fs || bs*fairTie < fs {
+		return best
 	}
-	return best
+	return first
 }
 
 func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }
