@@ -16,41 +16,46 @@ const DefaultDecayTime = 10 * time.Second
 // the probe rule's pick.
 const fairProbeShare = 4
 
-// fairScan is the largest group fair compares in whole: up to 8 backends
-// every pick scores them all (the best of n is markedly better than the
-// best of two at that size: in bench's simulation 10.4 against 11.5 ms mean
-// latency with one slow backend of five); above, the better of two.
+// fairScan is the largest group fair scores in whole: up to 8 backends
+// every pick looks at them all (at that size the best of all is markedly
+// better than the best of two: in lbsim's "slow" scenario 10.1 against
+// 11.7 ms mean latency, in "mixed-cost" 6.3 against 10.5); above, the better
+// of two.
 const fairScan = 8
 
-// fairTie is how much better the second candidate's score must be to take
-// the pick from the first: scores within 12.5% count as equal. The first
-// candidate is drawn in proportion to weight, so that backends of about
-// equal latency share by weight however their estimates jitter.
-const fairTie = 1.5
+// fairTie is how much lower a score must be to take the pick from the
+// weighted first candidate when it is not less loaded: scores within a
+// factor of 2 count as equal then. So backends of about equal latency share
+// by weight however their estimates jitter.
+const fairTie = 2
 
 // fair is latency-aware balancing. Each backend has an estimate of its
-// latency (see observe): a peak EWMA of its answers' latencies, times a
-// failure penalty. A backend's score is estimate * (in flight + weight) /
-// weight: its latency, stretched by the requests it has queued per unit of
-// weight (capacity). A pick draws two distinct backends at random in
-// proportion to weight and takes the second only when its score is lower by
-// more than fairTie: so equal backends share by weight, idle or loaded, and
-// a slower one gets less. A backend not yet measured scores 0 while it has
-// nothing in flight (so it is tried at once) and +Inf while its first
-// requests are out (so a new backend is not flooded before its first answer).
-// During a slow start the score is divided further by the ramp's fraction
-// of the weight.
+// latency (see observe): an EWMA of its answers' latencies times a failure
+// penalty, and of how long a request in flight holds the next one up. A
+// backend's score is its expected latency for one more request:
+// estimate * (weight + in flight * wait) / weight, weight standing for its
+// capacity (divided further by the ramp's fraction of it during a slow
+// start). A pick draws a first candidate at random in proportion to weight
+// and compares it with the best-scoring backend (in a group of up to
+// fairScan members; with a second weighted draw beyond): that one takes the
+// pick when it has fewer requests in flight per unit of weight and a lower
+// score, or a score lower by more than fairTie. So equal backends share by
+// weight, idle or loaded, and a slower or busier one gets less. A backend
+// not yet measured scores 0 while it has nothing in flight (so it is tried
+// at once) and +Inf while its first requests are out (so a new backend is
+// not flooded before its first answer).
 //
 // No eligible backend is starved, and none is fed by count: the probe rule
 // looks at backend k mod n at pick k (k an atomic pick counter); if that
 // backend has not been picked for DecayTime/4 (2.5 s by default), it gets
 // the pick. So every eligible backend gets a request at least every
 // DecayTime/4 plus n picks, its estimate never gets older than that, and a
-// backend that is much slower than the others gets those probes and
-// little else (four a second at most by default, whatever the load).
+// backend much slower than the others gets those probes and little else
+// (in lbsim's "slow" scenario 0.1% of requests, where every 16th pick going
+// round gave it 1.4%).
 //
-// The two candidates are drawn from the group's weight table (see
-// weightedLook) when it has one, from an alias table otherwise.
+// The candidates are drawn from the group's weight table (see weightedLook)
+// when it has one, from an alias table otherwise.
 //
 // Picks take no lock; with an injected Config.Now and Config.Rand they are
 // deterministic. The pick counter k is the group's cursor.
@@ -115,7 +120,7 @@ func fairQuickScan(g *group, first int) int {
 		in := h.state.inflight.Load()
 		s := math.Inf(1)
 		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
-			s = e * float64(in*1000+h.milli) / float64(h.milli)
+			s = e * (float64(h.milli) + float64(in*1000)*fairWait(h.state)) / float64(h.milli)
 		} else if in == 0 {
 			s = 0 // unmeasured and idle
 		}
@@ -241,30 +246,46 @@ func fairCost(m *member, milli int64) float64 {
 		}
 		return 0
 	}
-	return e * float64((in+int64(m.weight))*1000) / float64(milli)
+	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*fairWait(m.state)) / float64(milli)
+}
+
+// fairWait is the cost of each request in flight ahead of a new one, in
+// units of the latency estimate (see observe).
+func fairWait(s *backendState) float64 {
+	if k := math.Float64frombits(s.wait.Load()); k > 1 {
+		return k
+	}
+	return 1
 }
 
 // Bounds of fair's estimate (see observe).
 const (
 	// fairKeep is the most of the latency estimate an answer keeps: each
-	// answer moves it at least 1% of the way to its own latency, however
+	// answer moves it at least 0.5% of the way to its own latency, however
 	// soon it follows the previous one, so that at a high rate the estimate
-	// is about the mean of the last hundred answers, and at a low one it
-	// follows DecayTime.
-	fairKeep = 0.99
+	// is about the mean of the last two hundred answers, and at a low one
+	// it follows DecayTime.
+	fairKeep = 0.995
 	// fairMaxPenalty caps the failure penalty: failures double it up to
 	// 1024, so that a backend failing fast never looks fast (its score is
 	// then a thousand times its latency), and yet its estimate stays finite
 	// and comes back within ten successes.
 	fairMaxPenalty = 1024
+	// fairMaxWait caps the wait behind a request in flight, in latencies.
+	fairMaxWait = 64
 )
 
 // observe feeds one answer into fair's estimate of a backend: lat is its
 // latency (ns), now its clockNano, decay the decay time (ns). The estimate
-// is lat (an EWMA of latencies) times penalty (for failures):
-//   - a success pulls lat towards its latency with weight 1-w, where
-//     w = exp(-elapsed/decay) (elapsed: since the previous answer) and at
-//     most fairKeep; it pulls the penalty towards 1 with weight at least 1/2;
+// is lat (an EWMA of latencies) times penalty (for failures), and wait:
+//   - a success pulls lat (and the EWMA of squared latencies) towards its
+//     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
+//     since the previous answer), at most fairKeep, and at most 1-1/n at
+//     the n-th success (the first answers count alike); it pulls the
+//     penalty towards 1 with weight at least 1/2;
+//   - wait is the mean residual latency of a request in flight, in units of
+//     lat: 1 for exponential latencies, far more for mixed costs (95% 1 ms,
+//     5% 100 ms: about 14), where a request queued behind a slow one waits;
 //   - a failure doubles the penalty, up to fairMaxPenalty, and raises lat to
 //     its latency if that is higher: a failure never makes a backend look
 //     faster.
@@ -300,10 +321,20 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 			p = fairMaxPenalty
 		}
 	} else {
-		if s.lat == 0 {
-			s.lat = x
+		s.n++
+		if a := 1 / float64(s.n); 1-w < a {
+			w = 1 - a // the first answers count alike: lat is their mean
 		}
 		s.lat = s.lat*w + x*(1-w)
+		s.sq = s.sq*w + x*x*(1-w)
+		// A request ahead has, on average, sq/(2 lat) of its service left
+		// (lat for exponential service times, far more for latencies of
+		// mixed cost): in units of lat, from 1 up to fairMaxWait.
+		k := s.sq / (2 * s.lat * s.lat)
+		if k > fairMaxWait {
+			k = fairMaxWait
+		}
+		s.wait.Store(math.Float64bits(k))
 		if w > 0.5 {
 			w = 0.5
 		}

@@ -156,8 +156,8 @@ func TestLatency(t *testing.T) {
 	}{
 		{Fair, nil, 0},
 		{Fair, []time.Duration{10 * time.Millisecond}, 10 * time.Millisecond},
-		{Fair, []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, 10200 * time.Microsecond}, // 1% of the way at once
-		{Fair, []time.Duration{-10 * time.Millisecond}, 20 * time.Millisecond},                          // a failure doubles the penalty
+		{Fair, []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, 20 * time.Millisecond}, // the first answers count alike
+		{Fair, []time.Duration{-10 * time.Millisecond}, 20 * time.Millisecond},                       // a failure doubles the penalty
 		{Fair, []time.Duration{-10 * time.Millisecond, -10 * time.Millisecond, -10 * time.Millisecond}, 80 * time.Millisecond},
 		{Fair, []time.Duration{-math.MaxInt64, -math.MaxInt64}, math.MaxInt64}, // beyond a Duration: its maximum, not negative
 		{SmoothWRR, []time.Duration{10 * time.Millisecond}, 0},

@@ -46,13 +46,19 @@ type backendState struct {
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's estimate (see observe): ewma is what picks read, in ns
-	// (float64 bits; 0 = unmeasured), the latency estimate lat times the
-	// failure penalty; lat, penalty and stamp (the clockNano of the last
-	// sample) change under mu. lastPick is the clockNano of the last fair pick.
+	// fair's estimate (see observe): ewma and wait are what picks read
+	// (float64 bits): ewma the latency estimate lat times the failure
+	// penalty in ns (0 = unmeasured), wait the cost of a request queued
+	// ahead in units of lat (0 = 1). lat, sq (the EWMA of squared
+	// latencies), n (successes seen), penalty and stamp (the clockNano of
+	// the last sample) change under mu. lastPick is the clockNano of the
+	// last fair pick.
 	ewma     atomic.Uint64
+	wait     atomic.Uint64
 	mu       sync.Mutex
 	lat      float64
+	sq       float64
+	n        int64
 	penalty  float64
 	stamp    int64
 	lastPick atomic.Int64
