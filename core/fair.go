@@ -120,7 +120,7 @@ func fairQuickScan(g *group, first int) int {
 		in := h.state.inflight.Load()
 		s := math.Inf(1)
 		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
-			s = e * (float64(h.milli) + float64(in*1000)*fairWait(h.state)) / float64(h.milli)
+			s = e * (float64(h.milli) + float64(in*1000)*math.Float64frombits(h.state.wait.Load())) / float64(h.milli)
 		} else if in == 0 {
 			s = 0 // unmeasured and idle
 		}
@@ -246,16 +246,7 @@ func fairCost(m *member, milli int64) float64 {
 		}
 		return 0
 	}
-	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*fairWait(m.state)) / float64(milli)
-}
-
-// fairWait is the cost of each request in flight ahead of a new one, in
-// units of the latency estimate (see observe).
-func fairWait(s *backendState) float64 {
-	if k := math.Float64frombits(s.wait.Load()); k > 1 {
-		return k
-	}
-	return 1
+	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*math.Float64frombits(m.state.wait.Load())) / float64(milli)
 }
 
 // Bounds of fair's estimate (see observe).
@@ -327,19 +318,24 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		}
 		s.lat = s.lat*w + x*(1-w)
 		s.sq = s.sq*w + x*x*(1-w)
-		// A request ahead has, on average, sq/(2 lat) of its service left
-		// (lat for exponential service times, far more for latencies of
-		// mixed cost): in units of lat, from 1 up to fairMaxWait.
-		k := s.sq / (2 * s.lat * s.lat)
-		if k > fairMaxWait {
-			k = fairMaxWait
-		}
-		s.wait.Store(math.Float64bits(k))
 		if w > 0.5 {
 			w = 0.5
 		}
 		p = 1 + (p-1)*w
 	}
+	// A request ahead has, on average, sq/(2 lat) of its service left (lat
+	// for exponential latencies, far more for mixed costs): in units of
+	// lat, from 1 up to fairMaxWait.
+	k := 1.0
+	if s.n > 0 {
+		k = s.sq / (2 * s.lat * s.lat)
+		if k < 1 {
+			k = 1
+		} else if k > fairMaxWait {
+			k = fairMaxWait
+		}
+	}
+	s.wait.Store(math.Float64bits(k))
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))

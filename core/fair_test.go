@@ -380,7 +380,7 @@ func TestFairEWMA(t *testing.T) {
 	before = est()
 	observe(s, int64(101*time.Millisecond), false, 11e9, decay) // at once, the 304th: 0.5%
 	near("at once", est(), before*fairKeep+101e6*(1-fairKeep))
-	if k := fairWait(s); k < 10 || k > 20 {
+	if k := math.Float64frombits(s.wait.Load()); k < 10 || k > 20 {
 		t.Fatalf("one answer of 100x the others in 300: wait %v, want sq/(2 lat^2), 10 to 20", k)
 	}
 	lat := est()
@@ -408,7 +408,7 @@ func TestFairEWMA(t *testing.T) {
 	for k := 0; k < 100; k++ {
 		observe(c, int64(time.Millisecond), false, int64(k)*1e6, decay)
 	}
-	if k := fairWait(c); k != 1 {
+	if k := math.Float64frombits(c.wait.Load()); k != 1 {
 		t.Fatalf("constant latencies: wait %v, want 1", k)
 	}
 }

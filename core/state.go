@@ -48,8 +48,8 @@ type backendState struct {
 
 	// fair's estimate (see observe): ewma and wait are what picks read
 	// (float64 bits): ewma the latency estimate lat times the failure
-	// penalty in ns (0 = unmeasured), wait the cost of a request queued
-	// ahead in units of lat (0 = 1). lat, sq (the EWMA of squared
+	// penalty in ns (0 = unmeasured), wait the cost of a request in flight
+	// ahead of a new one, in units of lat (1 to fairMaxWait). lat, sq (the EWMA of squared
 	// latencies), n (successes seen), penalty and stamp (the clockNano of
 	// the last sample) change under mu. lastPick is the clockNano of the
 	// last fair pick.
