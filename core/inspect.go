@@ -49,7 +49,7 @@ func (b *Balancer) EffectiveWeight(i int) int {
 }
 
 // Latency returns the latency estimate the balancer keeps for backend i:
-// fair's peak EWMA of the latencies reported through Done, times its
+// fair's EWMA of the latencies reported through Done, times its
 // failure penalty (each failure doubles it, up to 64 times; successes bring
 // it back). It is 0 while the backend has no measurement, for strategies
 // that keep no estimate, and for an index out of range; never negative
