@@ -487,3 +487,38 @@ func benchRequestsParallel(b *testing.B, lb *Balancer) {
 		}
 	})
 }
+
+// TestFairWaitBehindMixedCosts: a request in flight to a backend whose
+// answers are mostly fast but now and then slow (98% 1ms, 2% 150ms: mean
+// about 4ms) holds the next one up far longer than its mean, by its mean
+// residual latency (about 14 means here). So an idle backend answering in a
+// steady 10ms wins over it while it is busy, though its mean is lower.
+func TestFairWaitBehindMixedCosts(t *testing.T) {
+	clock := newHCClock()
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now,
+		Rand: func() uint64 { return 1<<32 | 0 }}) // the first candidate is a
+	for k := 0; k < 1000; k++ {
+		lat := time.Millisecond
+		if k%50 == 49 {
+			lat = 150 * time.Millisecond
+		}
+		b.Start(0)
+		b.Done(0, lat, false)
+		b.Start(1)
+		b.Done(1, 10*time.Millisecond, false)
+		clock.add(time.Millisecond)
+	}
+	if k := math.Float64frombits(b.members[0].state.wait.Load()); k < 10 || k > 20 {
+		t.Fatalf("a's wait %v, want its mean residual latency, 10 to 20 latencies", k)
+	}
+	for _, m := range b.members { // both picked just now: no probe due
+		m.state.lastPick.Store(clockNano(clock.now()))
+	}
+	if i := hcPick(t, b); i != 0 {
+		t.Fatalf("both idle: picked %d, want a (%v against %v)", i, b.Latency(0), b.Latency(1))
+	}
+	b.Start(0)
+	if i := hcPick(t, b); i != 1 {
+		t.Fatalf("a busy: picked %d, want b", i)
+	}
+}
