@@ -249,6 +249,24 @@ func fairCost(m *member, milli int64) float64 {
 	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*math.Float64frombits(m.state.wait.Load())) / float64(milli)
 }
 
+// fairGroupMean returns the mean estimate of the measured members of m's
+// group other than m and those with failures (whose penalty is not their
+// latency), or 0 when there is none: the prior of m's first success (see
+// observe).
+func fairGroupMean(m *member) float64 {
+	sum, n := 0.0, 0
+	for _, o := range m.group.members {
+		if e := math.Float64frombits(o.state.ewma.Load()); o != m && e != 0 && o.state.fails.Load() == 0 {
+			sum += e
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
 // Bounds of fair's estimate (see observe).
 const (
 	// fairKeep is the most of the latency estimate an answer keeps: each
@@ -262,12 +280,19 @@ const (
 	// then a thousand times its latency), and yet its estimate stays finite
 	// and comes back within ten successes.
 	fairMaxPenalty = 1024
+	// fairPrior is the weight, in answers, of the peers' estimate in a
+	// backend's first success.
+	fairPrior = 8
 	// fairMaxWait caps the wait behind a request in flight, in latencies.
 	fairMaxWait = 64
 )
 
 // observe feeds one answer into fair's estimate of a backend: lat is its
-// latency (ns), now its clockNano, decay the decay time (ns). The estimate
+// latency (ns), now its clockNano, decay the decay time (ns), prior (when
+// not 0, for a backend's first success) the estimate of its peers, which
+// then counts as fairPrior answers already seen, so that the first few,
+// noisy as they are, do not set the backend apart (one unlucky answer would
+// otherwise keep it out of idle picks until probes undo it). The estimate
 // is lat (an EWMA of latencies) times penalty (for failures), and wait:
 //   - a success pulls lat (and the EWMA of squared latencies) towards its
 //     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
@@ -285,7 +310,7 @@ const (
 // latency seen times 1024), and after a long silence w is 0: the next
 // success is the new latency estimate. A function, not a method: under the
 // interpreter a method call costs several function calls.
-func observe(s *backendState, lat int64, failed bool, now, decay int64) {
+func observe(s *backendState, lat int64, failed bool, now, decay int64, prior float64) {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured
@@ -294,6 +319,9 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	el := now - s.stamp
 	if el < 0 {
 		el = 0
+	}
+	if s.n == 0 && prior > 0 && !failed {
+		s.lat, s.sq, s.n, el = prior, 2*prior*prior, fairPrior, 0
 	}
 	w := math.Exp(-float64(el) / float64(decay))
 	if w > fairKeep {

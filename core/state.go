@@ -162,9 +162,14 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	}
 }
 
-// sample feeds a request's latency into fair's estimate of m.
+// sample feeds a request's latency into fair's estimate of m; before m's
+// first answer, with its peers' estimate as the prior.
 func sample(b *Balancer, m *member, latency int64, failed bool) {
-	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay)
+	prior := 0.0
+	if m.state.ewma.Load() == 0 {
+		prior = fairGroupMean(m)
+	}
+	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay, prior)
 }
 
 // account is the rest of Done: failures, recovery.
