@@ -45,6 +45,13 @@ const fairTie = 2
 // at once) and +Inf while its first requests are out (so a new backend is
 // not flooded before its first answer).
 //
+// The latency estimate is a plain EWMA, not the peak EWMA of Finagle and
+// Linkerd (where an answer above the estimate replaces it): with the peak,
+// each estimate is the largest recent answer, and its noise cost mean
+// latency in lbsim's scenarios (slow 10.9 against 10.3 ms, flapping 10.7
+// against 10.3, mixed-cost 7.4 against 6.2); requests in flight show a
+// slowdown at once instead.
+//
 // No eligible backend is starved, and none is fed by count: the probe rule
 // looks at backend k mod n at pick k (k an atomic pick counter); if that
 // backend has not been picked for DecayTime/4 (2.5 s by default), it gets
