@@ -114,7 +114,7 @@ func Report(dir string, parts []string, log func(string)) error {
 		pages := []struct{ file, what string }{
 			{"selection.md", "cost per pick against every peer, n = 10, 100, 1000, one goroutine and parallel"},
 			{"quality.md", "smoothness of the weighted schedules; balance, disruption and memory of the hash schemes"},
-			{"simulation.md", "latency-aware balancing in nine scenarios (slow, flapping, failing backends; mixed costs; open loop; eight balancers), lbpack against every peer's model"},
+			{"simulation.md", "latency-aware balancing with queueing backends (slow, flapping, failing; mixed costs; open loop; eight balancers; weights), lbpack against every peer's model and an oracle"},
 			{"fleet.md", "eight balancers with one configuration: identical url_hash mappings, and stagger"},
 			{"e2e.md", "end to end on loopback with wrk: Caddy with lbpack and its built-ins, nginx, HAProxy"},
 		}
