@@ -30,7 +30,12 @@
 //     (core learns of the requests in flight through Start and Done);
 //   - backends on [::1] beside 127.0.0.1, whose names ketama hashes with
 //     their brackets;
-//   - the lbsim command line: "lbsim pick" prints what nginx picked.
+//   - the lbsim command line: "lbsim pick" prints what nginx picked;
+//   - the nginx converter (convert_test.go): the suite's own nginx.conf and
+//     the realistic files under testdata/convert are converted with "lbsim
+//     convert", Caddy runs the result in this process, and every request
+//     must reach the backend nginx chose; with a backend killed, no request
+//     that nginx served may fail in Caddy.
 //
 // Mostly-down sets make the hash methods exhaust their 20 tries and fall back
 // to round robin, so the fallback's state is compared too. A request is held

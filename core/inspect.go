@@ -23,8 +23,9 @@ import (
 //   - during a slow start (a backend added by Update, recovered after
 //     MaxFails failures, or given Recover), at most Weight times 10% rising
 //     linearly to 100% over SlowStart, rounded down and never below 1.
-//     least_conn and fair ramp in thousandths of a weight; this is their
-//     ramped weight rounded down to a whole one.
+//     The strategies ramp in thousandths of a weight (so a backend of
+//     weight 1 ramps too); this is that ramped weight rounded down to a
+//     whole one.
 //
 // The hash strategies map keys by configured weight at all times; for them
 // this is the weight of their round-robin fallback. A down backend, and an
@@ -50,7 +51,7 @@ func (b *Balancer) EffectiveWeight(i int) int {
 
 // Latency returns the latency estimate the balancer keeps for backend i:
 // fair's EWMA of the latencies reported through Done, times its
-// failure penalty (each failure doubles it, up to 64 times; successes bring
+// failure penalty (each failure doubles it, up to 1024 times; successes bring
 // it back). It is 0 while the backend has no measurement, for strategies
 // that keep no estimate, and for an index out of range; never negative
 // (an estimate beyond time.Duration's range reads as its maximum).
