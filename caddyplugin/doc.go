@@ -25,7 +25,9 @@
 // that it stays O(1) where the strategy is; an upstream that comes back
 // healthy starts its slow start. The choices are nginx's exactly while
 // health is stable; a change is seen at the next read, or at once when it is
-// the chosen upstream's. Per-upstream
+// the chosen upstream's. With some upstreams unhealthy, smooth_wrr is O(1)
+// again once it has learnt nginx's schedule over the others, within two of
+// its periods of each change. Per-upstream
 // state is keyed by the dial address and is one per address, whatever pools
 // dynamic upstreams return.
 //

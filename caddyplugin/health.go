@@ -25,9 +25,14 @@ const clockEvery = 8
 // every unavailable upstream on every pick, because nginx's state changes
 // for a peer it skips even when it would not have chosen it; asking Caddy
 // about each one is O(n) calls per pick. Instead a pick leaves out the
-// upstreams seen unhealthy (with none, it has no filter: O(1) for the
-// scheduled strategies) and asks Caddy about the chosen upstream only.
-// When Caddy says that one is unavailable, the pick is made again with
+// upstreams seen unhealthy and asks Caddy about the chosen upstream only.
+// With none seen unhealthy it has no filter: O(1) for the scheduled
+// strategies. With some, the filter has a version that changes whenever
+// what has been seen changes (core's PickVersion): smooth_wrr learns nginx's
+// schedule over the others within two of its periods and is O(1) again
+// until the next change. (A retry's filter, the upstreams it has tried, is
+// its own: it is asked about every upstream.)
+// When Caddy says the chosen upstream is unavailable, the pick is made again with
 // Caddy's answer for every upstream; when it is unhealthy, it is also marked
 // and all upstreams are scanned first. When every upstream left is seen
 // unhealthy, all are scanned again before Select answers that none is
@@ -53,12 +58,18 @@ type seen struct {
 	down  []atomic.Bool // by backend index: seen unhealthy
 	count atomic.Int32  // how many of down are set
 	next  atomic.Int64  // monotonic ns when the next scan is due; 0: at once
+	// version changes with down: it is the version of the pick's filter
+	// (core's PickVersion), whose answers are down's alone. Each change
+	// of down bumps it after the change, so that a pick that loads the
+	// new version sees the new answers.
+	version atomic.Uint64
 }
 
 // mark records that backend i was seen unhealthy.
 func (h *seen) mark(i int) {
 	if h.down[i].CompareAndSwap(false, true) {
 		h.count.Add(1)
+		h.version.Add(1)
 	}
 }
 
@@ -67,6 +78,7 @@ func (h *seen) mark(i int) {
 func (h *seen) unmark(i int) bool {
 	if h.down[i].CompareAndSwap(true, false) {
 		h.count.Add(-1)
+		h.version.Add(1)
 		return true
 	}
 	return false

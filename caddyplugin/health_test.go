@@ -98,6 +98,40 @@ func letters(seq []int) string {
 	return strings.Join(out, " ")
 }
 
+// nginxRef returns the picks of core's smooth_wrr over dials with m's
+// options, made with the availability given (nil: all), or -1 for none: the
+// reference that the policy's choices must equal.
+func nginxRef(t *testing.T, m *SmoothWRR, dials []string) func(avail func(int) bool) int {
+	t.Helper()
+	bs, err := m.Options.backends(dials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := core.New(core.Config{Strategy: core.SmoothWRR, Backends: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(avail func(int) bool) int {
+		i, err := ref.PickFunc("", avail)
+		if err != nil {
+			return -1
+		}
+		return i
+	}
+}
+
+// without returns the availability that refuses the backends out.
+func without(out ...int) func(int) bool {
+	return func(i int) bool {
+		for _, o := range out {
+			if i == o {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // The choices under changing health are nginx's, as core makes them with the
 // availability known: exactly while health is stable, and with the
 // documented one-pick difference when the chosen upstream turns out
@@ -108,15 +142,7 @@ func TestSelectExactUnderHealthChanges(t *testing.T) {
 	h.set(abcd[1], true) // b is unhealthy from the start
 	clock := provisionClocked(t, m, h)
 	static := pool(abcd...)
-	bs, err := m.Options.backends(abcd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := core.New(core.Config{Strategy: core.SmoothWRR, Backends: bs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	without := func(x int) func(int) bool { return func(i int) bool { return i != x } }
+	refPick := nginxRef(t, m, abcd)
 	index := map[string]int{abcd[0]: 0, abcd[1]: 1, abcd[2]: 2, abcd[3]: 3}
 	run := func(phase string, k int, next func() int) {
 		t.Helper()
@@ -132,14 +158,6 @@ func TestSelectExactUnderHealthChanges(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", phase, g, w)
 		}
 	}
-	refPick := func(avail func(int) bool) int {
-		i, err := ref.PickFunc("", avail)
-		if err != nil {
-			return -1
-		}
-		return i
-	}
-
 	run("b unhealthy", 22, func() int { return refPick(without(1)) })
 	if seenDown(&m.p) != 1 {
 		t.Fatalf("b unhealthy: %d seen down, want 1", seenDown(&m.p))
@@ -327,4 +345,113 @@ func TestSelectAllSeenDownLooksAgain(t *testing.T) {
 	if seenDown(&m.p) != 2 {
 		t.Errorf("b healthy again: %d seen down, want 2", seenDown(&m.p))
 	}
+}
+
+// With upstreams seen unhealthy, smooth_wrr's choices are nginx's over the
+// others for as long as the run goes, and once it has learnt their schedule
+// (core's PickVersion, within two periods) a Select asks the filter about
+// the chosen upstream only, not about all 40. A health change moves the
+// filter's version: the choices follow nginx over the new set at once, and
+// are O(1) again two periods later. No Select returns an upstream that is
+// unhealthy at that moment.
+func TestSelectVersionedUnderHealthChanges(t *testing.T) {
+	const n, x, y, z = 40, 7, 23, 31
+	dials := make([]string, n)
+	weights := make([]int, n)
+	index := make(map[string]int, n)
+	for i := range dials {
+		dials[i] = fmt.Sprintf("10.4.0.%d:80", i+1)
+		weights[i] = 1 + i%5
+		index[dials[i]] = i
+	}
+	m := &SmoothWRR{base: base{Options: Options{Weights: weights}}}
+	h := &health{}
+	h.set(dials[x], true) // x is unhealthy from the start
+	clock := provisionClocked(t, m, h)
+	static := pool(dials...)
+	refPick := nginxRef(t, m, dials)
+	// The filter's questions, counted from the snapshot the first Select
+	// builds (the pool is static: it stays the current one).
+	first := m.Select(static, request("/", nil), nil)
+	if want := refPick(without(x)); first == nil || index[first.Dial] != want {
+		t.Fatalf("first Select: got %v, want %s", first, dials[want])
+	}
+	var questions int
+	s := m.p.cur.Load()
+	inner := s.healthy
+	s.healthy = func(i int) bool { questions++; return inner(i) }
+
+	run := func(phase string, k int, next func() int) {
+		t.Helper()
+		for j := 0; j < k; j++ {
+			u := m.Select(static, request("/", nil), nil)
+			want := next()
+			switch {
+			case u == nil:
+				t.Fatalf("%s, pick %d: nil, want %s", phase, j, dials[want])
+			case h.isDown(u.Dial):
+				t.Fatalf("%s, pick %d: %s, which is unhealthy", phase, j, u.Dial)
+			case index[u.Dial] != want:
+				t.Fatalf("%s, pick %d: got %s, want %s (nginx over the healthy ones)", phase, j, u.Dial, dials[want])
+			}
+		}
+	}
+	// fast asserts that k more Selects ask the filter once each at most.
+	fast := func(phase string, k int, next func() int) {
+		t.Helper()
+		questions = 0
+		run(phase, k, next)
+		if questions > k {
+			t.Errorf("%s: %d Selects asked the filter %d times, want at most %d (one per Select)", phase, k, questions, k)
+		}
+	}
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	noX := func() int { return refPick(without(x)) }
+	run("x unhealthy, learning", 2*total, noX)
+	fast("x unhealthy, learnt", 4*total, noX)
+
+	// y fails between scans: the first pick that chooses it finds out and
+	// is made again without it.
+	h.set(dials[y], true)
+	known := false
+	run("y unhealthy between scans", 3*total, func() int {
+		if known {
+			return refPick(without(x, y))
+		}
+		i := refPick(without(x))
+		if i == y {
+			known = true
+			i = refPick(without(x, y))
+		}
+		return i
+	})
+	if !known || seenDown(&m.p) != 2 {
+		t.Fatalf("y was never chosen (%v) or not marked (%d seen down, want 2)", known, seenDown(&m.p))
+	}
+	fast("x and y unhealthy, learnt", 2*total, func() int { return refPick(without(x, y)) })
+
+	// z fails and the next Select, after healthRefresh, sees it in a
+	// scan before its pick.
+	h.set(dials[z], true)
+	clock.add(healthRefresh)
+	noXYZ := func() int { return refPick(without(x, y, z)) }
+	run("z unhealthy, seen by a scan", 2*total, noXYZ)
+	if seenDown(&m.p) != 3 {
+		t.Fatalf("z unhealthy: %d seen down, want 3", seenDown(&m.p))
+	}
+	fast("x, y and z unhealthy, learnt", 2*total, noXYZ)
+
+	// x and z come back; the next Select, after healthRefresh, sees it.
+	h.set(dials[x], false)
+	h.set(dials[z], false)
+	clock.add(healthRefresh)
+	noY := func() int { return refPick(without(y)) }
+	run("x and z healthy again, learning", 2*total, noY)
+	if seenDown(&m.p) != 1 {
+		t.Fatalf("x and z healthy again: %d seen down, want 1", seenDown(&m.p))
+	}
+	fast("x and z healthy again, learnt", 2*total, noY)
 }

@@ -356,17 +356,27 @@ func (p *policy) choose(s *snapshot, key string, allow func(int) bool) int {
 	// upstream tried, it has no filter at all: O(1) for the scheduled
 	// strategies.
 	var filter func(int) bool
+	var version uint64
 	if h.count.Load() != 0 {
-		// The pick is O(n) anyway: look at the clock every time, so that
-		// a recovery is seen within healthRefresh.
+		// Look at the clock every time, so that a recovery is seen
+		// within healthRefresh.
 		p.scanIfDue(s)
+		version = h.version.Load() // before the filter's first answer
 		if h.count.Load() != 0 {
 			filter = s.healthy
 		}
 	}
 	quiet := filter == nil
-	filter = both(allow, filter)
-	i, err := e.bal.PickFunc(key, filter)
+	var i int
+	var err error
+	if allow == nil {
+		// The filter's answers change only with its version: smooth_wrr
+		// follows nginx's schedule over the upstreams left in O(1).
+		i, err = e.bal.PickVersion(key, filter, version)
+	} else {
+		// A retry's filter is its own: ask about every upstream.
+		i, err = e.bal.PickFunc(key, both(allow, filter))
+	}
 	if err == nil {
 		// Ask Caddy about the chosen upstream only.
 		u := s.ups[i]

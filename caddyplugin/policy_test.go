@@ -55,6 +55,13 @@ func (h *health) healthy(u *reverseproxy.Upstream) bool {
 	return !h.down[u.Dial]
 }
 
+// isDown reports whether dial is unhealthy, asking nothing of the counters.
+func (h *health) isDown(dial string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down[dial]
+}
+
 // set marks dial unhealthy (down) or healthy.
 func (h *health) set(dial string, down bool) {
 	h.mu.Lock()
