@@ -81,4 +81,37 @@ if [ "$trace" != "sequence: $want" ]; then
   exit 1
 fi
 
+# The Caddy subcommand converts an nginx upstream, and the real binary loads
+# what it printed (caddy validate provisions every module).
+conf=$(mktemp -d)
+cat >"$conf/nginx.conf" <<'NGINX'
+events {}
+http {
+    upstream app {
+        server 127.0.0.1:9001 weight=5;
+        server 127.0.0.1:9002 weight=3 max_fails=2 fail_timeout=5s;
+        server 127.0.0.1:9003 weight=2;
+    }
+    server {
+        listen 127.0.0.1:8089;
+        location / { proxy_pass http://app; }
+    }
+}
+NGINX
+./caddy lbpack convert "$conf/nginx.conf" >"$conf/Caddyfile" 2>"$conf/warnings"
+if ! grep -q 'lb_policy smooth_wrr' "$conf/Caddyfile"; then
+  echo "FAIL: caddy lbpack convert printed no smooth_wrr policy:" >&2
+  cat "$conf/Caddyfile" "$conf/warnings" >&2
+  rm -rf "$conf"
+  exit 1
+fi
+if ! ./caddy validate --config "$conf/Caddyfile" --adapter caddyfile >"$conf/validate" 2>&1; then
+  echo "FAIL: the converted Caddyfile does not load:" >&2
+  cat "$conf/Caddyfile" "$conf/validate" >&2
+  rm -rf "$conf"
+  exit 1
+fi
+rm -rf "$conf"
+echo "caddy lbpack convert: the converted Caddyfile validates"
+
 echo "ok: Caddy with lbpack balances / as nginx does"
