@@ -67,7 +67,9 @@ type Config struct {
 
 	// MaxRetryBody is the largest request body, in bytes, kept in memory so
 	// that the request can be retried (default 1 MiB). A request with a
-	// larger body goes to one backend only.
+	// larger body, or with a body of unknown length (chunked, or HTTP/2
+	// without Content-Length: streamed to the server as it arrives), goes
+	// to one backend only.
 	MaxRetryBody int
 
 	// ConnectTimeout bounds connecting to a backend (default "10s").

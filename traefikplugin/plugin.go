@@ -410,20 +410,31 @@ func ended(a *attempt) {
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the
-// limit, so that a retry can send it again.
+// limit, so that a retry can send it again. A body of unknown length
+// (chunked, or HTTP/2 without Content-Length) is streamed as it comes
+// instead, unretried: waiting for its end would hold a streaming upload
+// back from every server for as long as it stays open.
 func serveBody(w http.ResponseWriter, a *attempt) {
+	if a.req.ContentLength < 0 {
+		once(w, a)
+		return
+	}
 	a.req = a.req.WithContext(a.req.Context()) // a copy, whose Body is ours to replace
 	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
 	if err != nil {
-		try(w, a) // too large to replay, or unreadable: one try
-		if a.err != nil {
-			badGateway(w, a.err)
-		}
+		once(w, a) // too large to replay, or unreadable
 		return
 	}
 	a.req.Body = io.NopCloser(bytes.NewReader(body))
 	if !try(w, a) {
 		retry(w, a, body)
+	}
+}
+
+// once proxies a request whose body cannot be sent again: one try.
+func once(w http.ResponseWriter, a *attempt) {
+	if !try(w, a) {
+		badGateway(w, a.err)
 	}
 }
 
