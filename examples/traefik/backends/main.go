@@ -3,8 +3,9 @@
 // that the balancing is visible with curl. Run one process per port to be
 // able to stop one server:
 //
-//	go build -o /tmp/lbpack-backend ./examples/traefik/backends
-//	for port in 9001 9002 9003; do /tmp/lbpack-backend $port & done
+//	backend=$(mktemp -d)/backend
+//	go build -o "$backend" ./examples/traefik/backends
+//	for port in 9001 9002 9003; do "$backend" $port & done
 package main
 
 import (
