@@ -51,7 +51,8 @@ type Config struct {
 	// FailTimeout, as nginx's max_fails (default 1; 0 disables).
 	MaxFails int
 
-	// FailTimeout is nginx's fail_timeout, as a duration (default "10s").
+	// FailTimeout is nginx's fail_timeout, as a positive duration (default
+	// "10s"); "0s" is refused: maxFails 0 is what turns failures off.
 	FailTimeout string
 
 	// SlowStart ramps a backend added to the balancer up over this duration.
@@ -66,7 +67,9 @@ type Config struct {
 
 	// MaxRetryBody is the largest request body, in bytes, kept in memory so
 	// that the request can be retried (default 1 MiB). A request with a
-	// larger body goes to one backend only.
+	// larger body, or with a body of unknown length (chunked, or HTTP/2
+	// without Content-Length: streamed to the server as it arrives), goes
+	// to one backend only.
 	MaxRetryBody int
 
 	// ConnectTimeout bounds connecting to a backend (default "10s").
@@ -85,8 +88,18 @@ type Config struct {
 
 	// TrustedIPs are addresses or CIDR ranges of proxies in front of
 	// Traefik. Only when the connection comes from one of them is the client
-	// IP taken from X-Forwarded-For (the rightmost untrusted address).
+	// IP taken from X-Forwarded-For (the rightmost untrusted address; a hop
+	// written with a port counts as its address). Traefik's entry point
+	// deletes X-Forwarded-For from peers it does not trust before any
+	// middleware runs, so the same proxies must also be in the entry point's
+	// forwardedHeaders.trustedIPs. IPv4-mapped ranges (::ffff:10.0.0.0/104)
+	// match the IPv4 addresses they map.
 	TrustedIPs []string
+
+	// Unknown collects the keys that match no setting above (Traefik's
+	// decoder would drop them without a word); New refuses each, naming
+	// the nearest known key. It is not a setting.
+	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
 // Server is one backend.
@@ -94,14 +107,18 @@ type Server struct {
 	// URL is the backend's base URL: http or https, host and optional port
 	// and path prefix.
 	URL string
-	// Weight is the backend's relative share; omitted (0) means 1.
-	Weight int
+	// Weight is the backend's relative share, from 1; omitted (nil) means
+	// 1. 0 is refused, as nginx refuses weight=0 (Traefik's own balancer
+	// silently drops such a server): Down takes a server out.
+	Weight *int
 	// Backup servers get requests only when no primary is available.
 	Backup bool
 	// Down takes the server out of rotation without remapping hash keys.
 	Down bool
 	// MaxConns caps the requests in flight to the server (0: no cap).
 	MaxConns int
+	// Unknown collects the keys that match no setting (see Config.Unknown).
+	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
 // HealthCheck configures active health checks: every Interval, a GET of
@@ -113,6 +130,8 @@ type HealthCheck struct {
 	Interval string
 	// Timeout of one check (default "5s").
 	Timeout string
+	// Unknown collects the keys that match no setting (see Config.Unknown).
+	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
 // CreateConfig returns the default configuration; Traefik decodes the
@@ -164,6 +183,9 @@ func parse(c *Config) (*settings, error) {
 	if c == nil {
 		return nil, errors.New("no configuration")
 	}
+	if err := unknownKeys(c); err != nil {
+		return nil, err
+	}
 	s := &settings{passHost: c.PassHostHeader, maxRetryBody: int64(c.MaxRetryBody)}
 	if len(c.Servers) == 0 {
 		return nil, errors.New("servers: empty list")
@@ -179,7 +201,7 @@ func parse(c *Config) (*settings, error) {
 	}
 	var err error
 	var failTimeout, slowStart, decay time.Duration
-	if failTimeout, err = duration("failTimeout", c.FailTimeout, false); err != nil {
+	if failTimeout, err = duration("failTimeout", c.FailTimeout, true); err != nil {
 		return nil, err
 	}
 	if slowStart, err = duration("slowStart", c.SlowStart, false); err != nil {
@@ -209,15 +231,15 @@ func parse(c *Config) (*settings, error) {
 			return nil, fmt.Errorf("servers[%d].url %q: same host and port as servers[%d]", i, sv.URL, j)
 		}
 		seen[addr] = i
-		if sv.Weight < 0 {
-			return nil, fmt.Errorf("servers[%d].weight %d: must be at least 1", i, sv.Weight)
+		w := 1
+		if sv.Weight != nil {
+			w = *sv.Weight
+		}
+		if w < 1 {
+			return nil, fmt.Errorf("servers[%d].weight %d: must be at least 1 (leave it out for 1; down: true takes a server out)", i, w)
 		}
 		if sv.MaxConns < 0 {
 			return nil, fmt.Errorf("servers[%d].maxConns %d: must not be negative", i, sv.MaxConns)
-		}
-		w := sv.Weight
-		if w == 0 {
-			w = 1
 		}
 		s.targets = append(s.targets, u)
 		backends = append(backends, core.Backend{
@@ -245,6 +267,9 @@ func parse(c *Config) (*settings, error) {
 	}
 	for i, t := range c.TrustedIPs {
 		p, err := prefix(strings.TrimSpace(t))
+		if err == errMappedBits {
+			return nil, fmt.Errorf("trustedIPs[%d] %q: %v", i, t, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("trustedIPs[%d] %q: want an IP address or CIDR range", i, t)
 		}
@@ -368,11 +393,22 @@ func (s *settings) parseKey(strategy, key string) error {
 	return nil
 }
 
-// prefix parses an address ("10.0.0.1") or a range ("10.0.0.0/8").
+// errMappedBits refuses an IPv4-mapped range wider than the mapped space.
+var errMappedBits = errors.New("an IPv4-mapped range needs a prefix length of 96 or more")
+
+// prefix parses an address ("10.0.0.1") or a range ("10.0.0.0/8"). An
+// IPv4-mapped range (::ffff:10.0.0.0/104) becomes the IPv4 range it maps,
+// since trusts compares addresses unmapped.
 func prefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
-		return p.Masked(), err
+		if err != nil || !p.Addr().Is4In6() {
+			return p.Masked(), err
+		}
+		if p.Bits() < 96 {
+			return netip.Prefix{}, errMappedBits
+		}
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -110,7 +111,7 @@ func TestNewErrors(t *testing.T) {
 		{func(c *Config) { c.Servers[1].URL = "http://a.example?x=1" }, `servers[1].url "http://a.example?x=1"`},
 		{func(c *Config) { c.Servers[1].URL = "http://user:pw@a.example" }, `servers[1].url`},
 		{func(c *Config) { c.Servers[1].URL = "http://10.0.0.1:80" }, "same host and port as servers[0]"},
-		{func(c *Config) { c.Servers[1].Weight = -4 }, "servers[1].weight -4"},
+		{func(c *Config) { c.Servers[1].Weight = intp(-4) }, "servers[1].weight -4"},
 		{func(c *Config) { c.Servers[0].MaxConns = -1 }, "servers[0].maxConns -1"},
 		{func(c *Config) { c.MaxFails = -2 }, "maxFails -2"},
 		{func(c *Config) { c.Retries = -3 }, "retries -3"},
@@ -129,23 +130,41 @@ func TestNewErrors(t *testing.T) {
 		{func(c *Config) { c.Strategy, c.HashKey = core.URLHash, "cookie" }, `hashKey "cookie"`},
 		{func(c *Config) { c.Strategy, c.HashKey = core.URLHash, "path:x" }, `hashKey "path:x"`},
 		{func(c *Config) { c.Strategy, c.HashKey = core.IPHash, "path" }, `hashKey "path"`},
-		{func(c *Config) { c.HashMode = core.HashMaglev }, `hash_mode "maglev"`},
+		{func(c *Config) { c.HashMode = core.HashMaglev }, `hashMode "maglev"`},
 		{func(c *Config) { c.Strategy, c.HashMode = core.URLHash, "rendezvous" }, `"rendezvous"`},
 		{func(c *Config) { c.Strategy, c.Servers[1].Backup = core.IPHash, true }, "backup"},
 		{func(c *Config) { c.Stagger = true; c.Strategy = core.Random }, "stagger"},
+		{func(c *Config) { c.Servers[1].Weight = intp(0) }, "servers[1].weight 0: must be at least 1"},
+		{func(c *Config) { c.Servers[0].Weight = intp(1 << 40) }, "servers[0].weight 1099511627776"},
+		{func(c *Config) { c.FailTimeout = "0s" }, `failTimeout "0s": must be positive`},
+		{func(c *Config) { c.FailTimeout = "" }, `failTimeout ""`},
+		{func(c *Config) { c.TrustedIPs = []string{"::ffff:10.0.0.0/64"} }, `trustedIPs[0] "::ffff:10.0.0.0/64": an IPv4-mapped range needs a prefix length of 96 or more`},
+		{func(c *Config) { c.Unknown = map[string]interface{}{"retrys": "2"} }, "retrys: unknown key (did you mean retries?)"},
+		{func(c *Config) { c.Unknown = map[string]interface{}{"maxFail": "2", "zz": "1"} }, "maxFail: unknown key (did you mean maxFails?)"},
+		{func(c *Config) { c.Unknown = map[string]interface{}{"max_fails": "2"} }, "max_fails: unknown key (did you mean maxFails?)"},
+		{func(c *Config) { c.Unknown = map[string]interface{}{"colour": "red"} }, "colour: unknown key (known keys: strategy, servers,"},
+		{func(c *Config) { c.Servers[1].Unknown = map[string]interface{}{"wieght": "2"} }, "servers[1].wieght: unknown key (did you mean weight?)"},
+		{func(c *Config) { c.HealthCheck.Unknown = map[string]interface{}{"intervall": "2s"} }, "healthCheck.intervall: unknown key (did you mean interval?)"},
+		{func(c *Config) { c.Strategy, c.LoadFactor = core.URLHash, 2 }, "loadFactor 2: only url_hash's bounded mode"},
+		{func(c *Config) { c.Strategy, c.HashMode, c.LoadFactor = core.URLHash, core.HashBounded, 0.5 }, "loadFactor 0.5: must be above 1"},
+		{func(c *Config) { c.TwoChoices = true }, `twoChoices: only least_conn has it, not "smooth_wrr"`},
+		{func(c *Config) { c.DecayTime = "5s" }, `decayTime 5s: only fair has a decay time`},
+		{func(c *Config) { c.Strategy, c.Servers[1].Backup = core.IPHash, true }, `servers[1].backup: strategy "ip_hash" does not accept backup servers`},
 	} {
 		cfg := withServers(CreateConfig(), "http://10.0.0.1", "http://10.0.0.2")
 		c.edit(cfg)
 		_, err := New(context.Background(), nil, cfg, "lb")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `lbpack middleware "lb": `) {
 			t.Errorf("error %v, want one naming the middleware and containing %q", err, c.want)
+		} else if strings.Count(err.Error(), "lbpack") != 1 {
+			t.Errorf("error %v: want one prefix", err)
 		}
 	}
 }
 
 func TestClientIP(t *testing.T) {
 	cfg := withServers(CreateConfig(), "http://10.0.0.1")
-	cfg.TrustedIPs = []string{"10.0.0.0/8", " 192.0.2.1", "2001:db8::/32"}
+	cfg.TrustedIPs = []string{"10.0.0.0/8", " 192.0.2.1", "2001:db8::/32", "::ffff:172.16.0.0/108"}
 	s, err := parse(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +188,12 @@ func TestClientIP(t *testing.T) {
 		{trusting, "10.0.0.9:80", "198.51.100.1, junk, 10.1.1.1", "10.1.1.1"},
 		{trusting, "[::ffff:10.0.0.9]:80", "198.51.100.7", "198.51.100.7"},
 		{trusting, "[2001:db8::1]:80", "2001:db9::1", "2001:db9::1"},
+		{trusting, "192.0.2.1:80", "203.0.113.9:4711", "203.0.113.9"},
+		{trusting, "192.0.2.1:80", "[2001:db9::9]:4711, 10.0.0.3:80", "2001:db9::9"},
+		{trusting, "192.0.2.1:80", "203.0.113.9:x", "192.0.2.1"},
+		{trusting, "172.16.0.5:80", "198.51.100.2", "198.51.100.2"},
+		{trusting, "172.32.0.5:80", "198.51.100.2", "172.32.0.5"},
+		{trusting, "[::ffff:172.16.9.9]:80", "198.51.100.3", "198.51.100.3"},
 	} {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = c.remote
@@ -304,7 +329,7 @@ func ExampleNew() {
 	cfg := CreateConfig()
 	cfg.Strategy = "url_hash"
 	cfg.HashKey = "header:X-Tenant"
-	cfg.Servers = []Server{{URL: "http://10.0.0.1:8080", Weight: 2}, {URL: "http://10.0.0.2:8080"}}
+	cfg.Servers = []Server{{URL: "http://10.0.0.1:8080", Weight: intp(2)}, {URL: "http://10.0.0.2:8080"}}
 	_, err := New(context.Background(), nil, cfg, "tenants")
 	fmt.Println(err)
 	cfg.HashKey = "body"
@@ -313,4 +338,48 @@ func ExampleNew() {
 	// Output:
 	// <nil>
 	// lbpack middleware "tenants": hashKey "body": want uri, path, clientip, header:NAME, cookie:NAME or query:NAME
+}
+
+func intp(n int) *int { return &n }
+
+// TestKnownKeys checks the key lists unknownKeys compares with against the
+// fields Traefik's decoder fills in (matched case-insensitively).
+func TestKnownKeys(t *testing.T) {
+	for _, c := range []struct {
+		typ  reflect.Type
+		keys []string
+	}{
+		{reflect.TypeOf(Config{}), configKeys},
+		{reflect.TypeOf(Server{}), serverKeys},
+		{reflect.TypeOf(HealthCheck{}), healthKeys},
+	} {
+		var fields []string
+		for k := 0; k < c.typ.NumField(); k++ {
+			if f := c.typ.Field(k); f.Name != "Unknown" {
+				fields = append(fields, strings.ToLower(f.Name))
+			} else if f.Tag.Get("mapstructure") != ",remain" {
+				t.Errorf("%s.Unknown: tag %q", c.typ.Name(), f.Tag)
+			}
+		}
+		var keys []string
+		for _, k := range c.keys {
+			keys = append(keys, strings.ToLower(k))
+		}
+		if strings.Join(fields, " ") != strings.Join(keys, " ") {
+			t.Errorf("%s: fields %v, known keys %v", c.typ.Name(), fields, keys)
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{"maxFail", "maxFails"}, {"retrys", "retries"}, {"wieght", "weight"}, {"MAXCONN", "maxConns"},
+		{"fail-timeout", "failTimeout"}, {"trustedIP", "trustedIPs"}, {"hashmod", "hashMode"},
+		{"colour", ""}, {"x", ""}, {"", ""},
+	} {
+		known := append(append([]string{}, configKeys...), serverKeys...)
+		if got := nearest(c.key, known); got != c.want {
+			t.Errorf("nearest(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
 }

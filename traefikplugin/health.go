@@ -2,11 +2,14 @@ package traefikplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/lbpack/lbpack/core"
@@ -47,11 +50,11 @@ func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target s
 	tick := time.NewTicker(p.s.healthInterval)
 	defer tick.Stop()
 	for {
-		healthy := probe(ctx, client, target)
+		healthy, why := probe(ctx, client, target)
 		if ctx.Err() != nil {
 			return // the middleware is gone; its verdict no longer matters
 		}
-		p.setHealth(i, healthy)
+		p.setHealth(i, healthy, why)
 		select {
 		case <-ctx.Done():
 			return
@@ -60,35 +63,59 @@ func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target s
 	}
 }
 
-// probe reports whether one GET of target answers 200 to 399 in time.
-func probe(ctx context.Context, client *http.Client, target string) bool {
+// probe reports whether one GET of target answers 200 to 399 in time, and
+// why not, or the status it got: "status 503", "connection refused",
+// "timeout".
+func probe(ctx context.Context, client *http.Client, target string) (bool, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return false
+		return false, err.Error()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return false, probeError(err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 400
+	return resp.StatusCode >= 200 && resp.StatusCode < 400, fmt.Sprintf("status %d", resp.StatusCode)
 }
+
+// probeError says briefly why a check got no answer.
+func probeError(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection refused"
+	case strings.Contains(err.Error(), "connection reset"):
+		return "connection reset"
+	}
+	return err.Error()
+}
+
+// events is where health transitions are logged: one line each, with no
+// timestamp of its own. Traefik gives a plugin two levels, DEBUG (its
+// standard output) and ERROR (the log package, whose writer the interpreter
+// points at Traefik's error log); transitions go to ERROR, the one Traefik
+// shows by default, so that "down" and "up" are seen alike.
+var events = log.New(log.Writer(), "", 0)
 
 // setHealth records server i's health; a change rebuilds the balancer with
 // the unhealthy servers marked down (so hash keys of the others stay put),
-// keeping every server's runtime state.
-func (p *Plugin) setHealth(i int, healthy bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.unhealth[i] == !healthy {
+// keeping every server's runtime state, and is logged with why.
+func (p *Plugin) setHealth(i int, healthy bool, why string) {
+	sh := p.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.unhealth[i] == !healthy {
 		return
 	}
-	p.unhealth[i] = !healthy
+	sh.unhealth[i] = !healthy
 	backends := make([]core.Backend, len(p.s.balancer.Backends))
 	copy(backends, p.s.balancer.Backends)
 	for k := range backends {
-		if p.unhealth[k] {
+		if sh.unhealth[k] {
 			backends[k].Down = true
 		}
 	}
@@ -96,18 +123,15 @@ func (p *Plugin) setHealth(i int, healthy bool) {
 	b, err := old.Update(backends)
 	if err != nil {
 		// Cannot happen: only Down changed, and New accepted the rest.
-		log.Printf("lbpack middleware %q: health update: %v", p.name, err)
+		events.Printf("lbpack middleware %q: health update: %v", p.name, err)
 		return
 	}
 	p.bal.Store(bind(b, old.failed))
+	state := "down"
 	if healthy {
 		// Back from down: a server with a slow start ramps up again.
 		b.Recover(i)
+		state = "up"
 	}
-	// Under Traefik, fmt's output is its debug log and log's its error log.
-	if healthy {
-		fmt.Printf("lbpack middleware %q: server %s is up\n", p.name, p.s.targets[i].Redacted())
-	} else {
-		log.Printf("lbpack middleware %q: server %s is down", p.name, p.s.targets[i].Redacted())
-	}
+	events.Printf("lbpack middleware %q: server %s is %s (%s)", p.name, p.s.targets[i].Redacted(), state, why)
 }

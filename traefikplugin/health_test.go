@@ -18,19 +18,19 @@ import (
 // weight.
 func TestHealthRestoreStartsSlowStart(t *testing.T) {
 	cfg := withServers(CreateConfig(), "http://127.0.0.1:1", "http://127.0.0.1:2")
-	cfg.Servers[0].Weight = 20
-	cfg.Servers[1].Weight = 20
+	cfg.Servers[0].Weight = intp(20)
+	cfg.Servers[1].Weight = intp(20)
 	cfg.SlowStart = "1h"
 	p := newPlugin(t, cfg)
 	bal := func() *core.Balancer { return p.bal.Load().(*balancer).Balancer }
 	if w := bal().EffectiveWeight(0); w != 20 {
 		t.Fatalf("at start: effective weight %d, want 20 (no slow start at construction)", w)
 	}
-	p.setHealth(0, false)
+	p.setHealth(0, false, "status 503")
 	if w := bal().EffectiveWeight(0); w != 0 {
 		t.Fatalf("unhealthy: effective weight %d, want 0 (down)", w)
 	}
-	p.setHealth(0, true)
+	p.setHealth(0, true, "status 200")
 	if w := bal().EffectiveWeight(0); w < 1 || w > 3 {
 		t.Fatalf("restored: effective weight %d, want about 10%% of 20", w)
 	}

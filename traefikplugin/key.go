@@ -77,8 +77,8 @@ func forwardedIP(s *settings, r *http.Request, ip string) string {
 	for k := len(xff) - 1; k >= 0; k-- {
 		parts := strings.Split(xff[k], ",")
 		for j := len(parts) - 1; j >= 0; j-- {
-			hop := strings.TrimSpace(parts[j])
-			if _, err := netip.ParseAddr(hop); err != nil {
+			hop, ok := hopAddr(strings.TrimSpace(parts[j]))
+			if !ok {
 				return ip // a malformed hop: stop at the last good one
 			}
 			ip = hop
@@ -88,6 +88,20 @@ func forwardedIP(s *settings, r *http.Request, ip string) string {
 		}
 	}
 	return ip
+}
+
+// hopAddr reads one X-Forwarded-For hop: an address, or an address with a
+// port (203.0.113.9:4711, [2001:db8::1]:4711), which some proxies write; it
+// returns the address's text.
+func hopAddr(hop string) (string, bool) {
+	if _, err := netip.ParseAddr(hop); err == nil {
+		return hop, true
+	}
+	ap, err := netip.ParseAddrPort(hop)
+	if err != nil {
+		return "", false
+	}
+	return ap.Addr().String(), true
 }
 
 // trusts reports whether address addr is one of the trusted proxies.

@@ -35,7 +35,8 @@ import (
 type Plugin struct {
 	name    string
 	s       *settings
-	bal     atomic.Value // *balancer; replaced when active health changes
+	sh      *shared       // the balancer, its health, and what survives reloads
+	bal     *atomic.Value // sh.bal: *balancer; replaced when active health changes
 	proxies []http.Handler
 	tr      *http.Transport
 	buffers *bufferPool // the proxies' copy buffers, shared
@@ -47,8 +48,6 @@ type Plugin struct {
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
 	checks   sync.WaitGroup // the health checkers running
-	mu       sync.Mutex     // serialises replacements of bal (health changes, markFailed)
-	unhealth []bool         // by server, under mu
 	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
 	// counts them, so that a request finds out whether its try failed with
@@ -79,11 +78,11 @@ func bind(b *core.Balancer, failed bool) *balancer {
 
 // markFailed records that a failure has gone to Done.
 func (p *Plugin) markFailed() {
-	p.mu.Lock()
+	p.sh.mu.Lock()
 	if b := p.bal.Load().(*balancer); !b.failed {
 		p.bal.Store(bind(b.Balancer, true))
 	}
-	p.mu.Unlock()
+	p.sh.mu.Unlock()
 }
 
 // attempt is one proxied request: what it goes through, and what it learns
@@ -106,19 +105,22 @@ func (a *attempt) untried(i int) bool { return !a.tried[i] }
 // New builds the middleware from cfg. Traefik calls it for each router that
 // uses the middleware and again on every configuration reload; ctx ends
 // when the middleware is replaced, which stops health checks and closes idle
-// connections.
+// connections. The balancer's runtime state outlives the middleware: the
+// next New of the same name takes it over (see keep).
 func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http.Handler, error) {
 	s, err := parse(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lbpack middleware %q: %v", name, err)
 	}
-	b, err := core.New(s.balancer)
+	sh, err := keep(name, s)
 	if err != nil {
-		return nil, fmt.Errorf("lbpack middleware %q: %v", name, err)
+		return nil, fmt.Errorf("lbpack middleware %q: %v", name, coreError(err))
 	}
 	p := &Plugin{
 		name:     name,
 		s:        s,
+		sh:       sh,
+		bal:      &sh.bal,
 		tr:       newTransport(s),
 		buffers:  &bufferPool{free: make(chan []byte, 64)},
 		keyKind:  s.keyKind,
@@ -127,10 +129,8 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
-		unhealth: make([]bool, len(s.targets)),
 		pending:  new(atomic.Int64),
 	}
-	p.bal.Store(bind(b, false))
 	for i, t := range s.targets {
 		p.proxies = append(p.proxies, p.newProxy(i, t))
 	}
@@ -410,20 +410,31 @@ func ended(a *attempt) {
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the
-// limit, so that a retry can send it again.
+// limit, so that a retry can send it again. A body of unknown length
+// (chunked, or HTTP/2 without Content-Length) is streamed as it comes
+// instead, unretried: waiting for its end would hold a streaming upload
+// back from every server for as long as it stays open.
 func serveBody(w http.ResponseWriter, a *attempt) {
+	if a.req.ContentLength < 0 {
+		once(w, a)
+		return
+	}
 	a.req = a.req.WithContext(a.req.Context()) // a copy, whose Body is ours to replace
 	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
 	if err != nil {
-		try(w, a) // too large to replay, or unreadable: one try
-		if a.err != nil {
-			badGateway(w, a.err)
-		}
+		once(w, a) // too large to replay, or unreadable
 		return
 	}
 	a.req.Body = io.NopCloser(bytes.NewReader(body))
 	if !try(w, a) {
 		retry(w, a, body)
+	}
+}
+
+// once proxies a request whose body cannot be sent again: one try.
+func once(w http.ResponseWriter, a *attempt) {
+	if !try(w, a) {
+		badGateway(w, a.err)
 	}
 }
 

@@ -142,12 +142,13 @@ func liveAndDead(t *testing.T, h http.HandlerFunc) (live, dead string) {
 }
 
 // newPlugin builds the middleware from cfg, or fails the test; its context
-// ends with the test.
+// ends with the test. It is named after the test, so that no other test's
+// state carries over to it (see keep) unless the test builds it again.
 func newPlugin(t *testing.T, cfg *Config) *Plugin {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h, err := New(ctx, nil, cfg, "test")
+	h, err := New(ctx, nil, cfg, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +191,7 @@ func TestWriterIdentity(t *testing.T) {
 			cfg := withServers(CreateConfig(), deadURL, liveURL)
 			cfg.Strategy = strategy
 			p := newPlugin(t, cfg)
+			forget(t.Name()) // the next case starts afresh
 			var codes []int
 			for k := 0; k < 4; k++ {
 				rec := httptest.NewRecorder()
@@ -233,4 +235,11 @@ func TestWriterIdentity(t *testing.T) {
 			}
 		}
 	}
+}
+
+// forget drops the state kept for a middleware name.
+func forget(name string) {
+	keptMu.Lock()
+	delete(kept, name)
+	keptMu.Unlock()
 }

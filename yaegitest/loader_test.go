@@ -27,6 +27,9 @@ type loader struct {
 	i            *interp.Interpreter
 	fnNew        reflect.Value
 	createConfig reflect.Value
+	// What the plugin writes to the interpreter's standard output and
+	// error, which Traefik logs at DEBUG and at ERROR.
+	stdout, stderr *testWriter
 }
 
 // loadPlugin interprets the plugin from a fresh GOPATH. extra files, by
@@ -40,16 +43,17 @@ func loadPlugin(tb testing.TB, extra map[string]string) *loader {
 			tb.Fatal(err)
 		}
 	}
-	out := &testWriter{tb: tb}
-	tb.Cleanup(out.close)
-	i := interp.New(interp.Options{GoPath: dir, Stdout: out, Stderr: out})
+	stdout, stderr := &testWriter{tb: tb, name: "stdout"}, &testWriter{tb: tb, name: "stderr"}
+	tb.Cleanup(stdout.close)
+	tb.Cleanup(stderr.close)
+	i := interp.New(interp.Options{GoPath: dir, Stdout: stdout, Stderr: stderr})
 	if err := i.Use(stdlib.Symbols); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := i.Eval(`import "` + pluginImport + `"`); err != nil {
 		tb.Fatalf("yaegi: import %s: %v", pluginImport, err)
 	}
-	l := &loader{i: i}
+	l := &loader{i: i, stdout: stdout, stderr: stderr}
 	var err error
 	if l.fnNew, err = i.Eval("traefikplugin.New"); err != nil {
 		tb.Fatal(err)
@@ -61,21 +65,32 @@ func loadPlugin(tb testing.TB, extra map[string]string) *loader {
 }
 
 // testWriter sends the interpreted program's output to the test log, as
-// Traefik sends it to its own log; output after the test is dropped (a
-// health checker may still be finishing a probe).
+// Traefik sends it to its own log (each write one entry), and keeps each
+// write; output after the test is dropped (a health checker may still be
+// finishing a probe).
 type testWriter struct {
 	tb     testing.TB
+	name   string
 	mu     sync.Mutex
 	closed bool
+	writes []string
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {
-		w.tb.Logf("plugin: %s", p)
+		w.tb.Logf("plugin %s: %s", w.name, p)
+		w.writes = append(w.writes, string(p))
 	}
 	return len(p), nil
+}
+
+// lines returns the writes so far.
+func (w *testWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
 }
 
 func (w *testWriter) close() {

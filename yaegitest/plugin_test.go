@@ -119,13 +119,20 @@ func do(t *testing.T, c *http.Client, method, url, body string) reply {
 	return reply{resp.StatusCode, resp.Header.Get("X-Backend"), resp.Header, string(b)}
 }
 
-// plugin builds the interpreted middleware from YAML settings; the
+// plugin builds the interpreted middleware "lb" from YAML settings; the
 // middleware's context ends with the test.
 func plugin(t *testing.T, l *loader, doc string) http.Handler {
 	t.Helper()
+	return pluginNamed(t, l, doc, "lb")
+}
+
+// pluginNamed is plugin for a middleware of another name: each name has
+// its own state, which survives a New of the same name.
+func pluginNamed(t *testing.T, l *loader, doc, name string) http.Handler {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h, err := l.newHandler(ctx, doc, "lb")
+	h, err := l.newHandler(ctx, doc, name)
 	if err != nil {
 		t.Fatalf("New: %v\nconfig:\n%s", err, doc)
 	}
@@ -306,7 +313,7 @@ func TestPluginRetryNeverTwice(t *testing.T) {
 		{"POST sent", "strategy: round_robin\nmaxFails: 0\n", "POST", 502, []int64{1, 0, 0}},
 	}
 	for _, c := range cases {
-		base, client := front(t, plugin(t, l, c.doc+serversYAML(urls)))
+		base, client := front(t, pluginNamed(t, l, c.doc+serversYAML(urls), c.name))
 		r := do(t, client, c.method, base+"/", "payload")
 		got := count()
 		if r.status != c.status || !slices.Equal(got, c.want) {
@@ -411,6 +418,40 @@ func TestPluginHealthCheck(t *testing.T) {
 	}
 	b.healthy.Store(true)
 	waitFor(t, "b restored", func() bool { m := seen(); return m["a"] == 5 && m["b"] == 5 })
+	// Each transition is one line of Traefik's error log, with its reason
+	// and no timestamp of its own; nothing at DEBUG.
+	prefix := `lbpack middleware "lb": server ` + b.srv.URL
+	want := []string{prefix + " is down (status 503)\n", prefix + " is up (status 200)\n"}
+	if got := l.stderr.lines(); !slices.Equal(got, want) {
+		t.Errorf("error log %q, want %q", got, want)
+	}
+	if got := l.stdout.lines(); len(got) != 0 {
+		t.Errorf("debug log %q, want nothing", got)
+	}
+}
+
+// TestPluginHealthLogReasons checks the reason a down line gives for a
+// server that refuses connections and one that answers too late.
+func TestPluginHealthLogReasons(t *testing.T) {
+	l := loadPlugin(t, nil)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}))
+	t.Cleanup(slow.Close)
+	dead := deadURL(t)
+	plugin(t, l, "healthCheck:\n  path: /health\n  interval: 1h\n  timeout: 50ms\n"+serversYAML([]string{dead, slow.URL}))
+	want := map[string]bool{
+		`lbpack middleware "lb": server ` + dead + " is down (connection refused)\n": true,
+		`lbpack middleware "lb": server ` + slow.URL + " is down (timeout)\n":        true,
+	}
+	waitFor(t, "two down lines", func() bool { return len(l.stderr.lines()) >= 2 })
+	got := l.stderr.lines()
+	if len(got) != 2 || !want[got[0]] || !want[got[1]] || got[0] == got[1] {
+		t.Errorf("error log %q, want the lines %v", got, want)
+	}
 }
 
 // waitFor polls cond for up to 5 seconds.
@@ -592,11 +633,22 @@ func TestPluginConfigErrors(t *testing.T) {
 		{"trustedIPs: 10.0.0.0/33\n" + ok, `trustedIPs[0] "10.0.0.0/33"`},
 		{"connectTimeout: fast\n" + ok, `connectTimeout "fast"`},
 		{"maxFails: many\n" + ok, `'MaxFails'`}, // rejected by the decoder, as in Traefik
+		// Keys the decoder leaves over reach New through Config.Unknown.
+		{"retrys: 2\n" + ok, "lbpack middleware \"lb\": retrys: unknown key (did you mean retries?)"},
+		{"maxFail: 2\n" + ok, "maxFail: unknown key (did you mean maxFails?)"},
+		{"servers:\n  - url: http://127.0.0.1:8081\n    wieght: 2\n", "servers[0].wieght: unknown key (did you mean weight?)"},
+		{"healthCheck:\n  path: /h\n  timout: 1s\n" + ok, "healthCheck.timout: unknown key (did you mean timeout?)"},
+		{"servers:\n  - url: http://127.0.0.1:8081\n    weight: 0\n", "servers[0].weight 0: must be at least 1"},
+		{"failTimeout: 0s\n" + ok, `failTimeout "0s": must be positive`},
+		{"trustedIPs: \"::ffff:10.0.0.0/64\"\n" + ok, "prefix length of 96 or more"},
+		{"strategy: url_hash\nhashMode: bounded\nloadFactor: 0.5\n" + ok, "loadFactor 0.5: must be above 1"},
 	}
 	for _, c := range cases {
 		_, err := l.newHandler(context.Background(), c.doc, "lb")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("config:\n%s\nerror %v, want one containing %q", c.doc, err, c.want)
+		} else if strings.Count(err.Error(), "lbpack") > 1 {
+			t.Errorf("error %v: want one prefix", err)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 // Command backends serves the example's upstreams: one HTTP server per
 // port given, each answering with its own address (and 200 on /health), so
-// that the balancing is visible with curl.
+// that the balancing is visible with curl. Run one process per port to be
+// able to stop one server:
 //
-//	go run ./examples/traefik/backends 9001 9002 9003
+//	backend=$(mktemp -d)/backend
+//	go build -o "$backend" ./examples/traefik/backends
+//	for port in 9001 9002 9003; do "$backend" $port & done
 package main
 
 import (

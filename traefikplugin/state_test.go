@@ -1,0 +1,145 @@
+package traefikplugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lbpack/lbpack/core"
+)
+
+// reload builds the middleware name again from cfg, as a Traefik reload
+// does: the previous one's context ends once the new one exists.
+func reload(t *testing.T, prev context.CancelFunc, cfg *Config, name string) (*Plugin, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h, err := New(ctx, nil, cfg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev != nil {
+		prev()
+	}
+	return h.(*Plugin), cancel
+}
+
+func weighted(weights ...int) *Config {
+	cfg := CreateConfig()
+	for k, w := range weights {
+		cfg.Servers = append(cfg.Servers, Server{URL: "http://10.0.0." + string(rune('1'+k)) + ":80", Weight: intp(w)})
+	}
+	return cfg
+}
+
+func picks(p *Plugin, n int) string {
+	var b strings.Builder
+	for k := 0; k < n; k++ {
+		b.WriteByte(byte('a' + core.PickNext(p.bal.Load().(*balancer).Balancer, "")))
+	}
+	return b.String()
+}
+
+// TestReloadContinuesSchedule: a reload with the same settings continues
+// nginx's smooth sequence where it was; a reload of another name, or after
+// the strategy changed, starts over.
+func TestReloadContinuesSchedule(t *testing.T) {
+	ref, err := core.New(core.Config{Strategy: core.SmoothWRR, Backends: []core.Backend{{Address: "a:1", Weight: 5}, {Address: "b:1", Weight: 3}, {Address: "c:1", Weight: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for k := 0; k < 20; k++ {
+		want.WriteByte(byte('a' + core.PickNext(ref, "")))
+	}
+	p, cancel := reload(t, nil, weighted(5, 3, 2), t.Name())
+	got := picks(p, 7)
+	p2, cancel := reload(t, cancel, weighted(5, 3, 2), t.Name())
+	got += picks(p2, 13)
+	if got != want.String() {
+		t.Errorf("across a reload: %s, want %s", got, want.String())
+	}
+	if p2.sh != p.sh {
+		t.Error("a reload with the same settings built a new balancer")
+	}
+	other, _ := reload(t, nil, weighted(5, 3, 2), t.Name()+"/other")
+	if s := picks(other, 7); s != want.String()[:7] {
+		t.Errorf("another name: %s, want a fresh %s", s, want.String()[:7])
+	}
+	cfg := weighted(5, 3, 2)
+	cfg.Strategy = core.GCDWRR
+	p3, _ := reload(t, cancel, cfg, t.Name())
+	if p3.bal.Load().(*balancer).Requests(0) != 0 {
+		t.Error("a new strategy kept the old balancer's counters")
+	}
+}
+
+// TestReloadCarriesState: a reload that adds and removes servers keeps the
+// counters of those that remain: requests in flight of the replaced
+// middleware end on the counters the new one reads, failures stay, only the
+// added server starts its slow start, and the removed one is gone.
+func TestReloadCarriesState(t *testing.T) {
+	cfg := weighted(10, 10, 10)
+	cfg.Strategy = core.LeastConn
+	cfg.SlowStart = "1h"
+	p, cancel := reload(t, nil, cfg, t.Name())
+	old := p.bal.Load().(*balancer)
+	core.Start(old.Balancer, 1) // in flight across the reload
+	core.Start(old.Balancer, 2)
+	core.Done(old.Balancer, 2, 0, true) // server c fails once
+	p.markFailed()
+
+	next := weighted(10, 10, 10, 10)
+	next.Strategy = core.LeastConn
+	next.SlowStart = "1h"
+	next.Servers = append(next.Servers[:0], next.Servers[1], next.Servers[2], next.Servers[3]) // a removed, d added
+	p2, _ := reload(t, cancel, next, t.Name())
+	b := p2.bal.Load().(*balancer)
+	if n := b.InFlight(0); n != 1 {
+		t.Errorf("b: %d in flight after the reload, want 1", n)
+	}
+	if n := b.Fails(1); n != 1 || !b.failed {
+		t.Errorf("c: %d failures (failed flag %v), want 1", n, b.failed)
+	}
+	if w := b.EffectiveWeight(0); w != 10 {
+		t.Errorf("b: effective weight %d, want 10 (no slow start for a server that stays)", w)
+	}
+	if w := b.EffectiveWeight(2); w < 1 || w > 2 {
+		t.Errorf("d, added: effective weight %d, want its slow start's first tenth", w)
+	}
+	core.Done(old.Balancer, 1, 0, false) // the old middleware's request ends
+	if n := b.InFlight(0); n != 0 {
+		t.Errorf("b: %d in flight after the old request ended, want 0", n)
+	}
+	keptMu.Lock()
+	addrs := strings.Join(kept[t.Name()].addrs, " ")
+	keptMu.Unlock()
+	if addrs != "10.0.0.2:80 10.0.0.3:80 10.0.0.4:80" {
+		t.Errorf("kept addresses %s", addrs)
+	}
+}
+
+// TestReloadKeepsHealth: a server the active health check marked down stays
+// down across a reload that changes the server list, until a check finds
+// it up again; without health checks in the new settings the mark goes.
+func TestReloadKeepsHealth(t *testing.T) {
+	cfg := weighted(1, 1)
+	cfg.HealthCheck.Path = "/health"
+	p, cancel := reload(t, nil, cfg, t.Name())
+	p.setHealth(1, false, "status 503")
+	cfg = weighted(1, 1, 1)
+	cfg.HealthCheck.Path = "/health"
+	p2, cancel := reload(t, cancel, cfg, t.Name())
+	if w := p2.bal.Load().(*balancer).EffectiveWeight(1); w != 0 {
+		t.Errorf("unhealthy server after a reload: effective weight %d, want 0", w)
+	}
+	p2.setHealth(1, true, "status 200")
+	if w := p2.bal.Load().(*balancer).EffectiveWeight(1); w != 1 {
+		t.Errorf("back up: effective weight %d, want 1", w)
+	}
+	p2.setHealth(0, false, "status 503")
+	p3, _ := reload(t, cancel, weighted(1, 1, 1), t.Name())
+	if w := p3.bal.Load().(*balancer).EffectiveWeight(0); w != 1 {
+		t.Errorf("health checks off: effective weight %d, want 1", w)
+	}
+}
