@@ -9,10 +9,20 @@ cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-8s}"
 
 count=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 while IFS=: read -r file name; do
   pkg="./$(dirname "$file")"
   echo "-- fuzz $pkg $name ($FUZZTIME)"
-  timeout 300 go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"
+  # The fuzzer's progress lines say nothing CI needs; its result and any
+  # failing input are printed.
+  rc=0
+  timeout 300 go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1 || rc=$?
+  grep -v '^fuzz: elapsed' "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: $name in $pkg failed (exit $rc)" >&2
+    exit 1
+  fi
   count=$((count + 1))
 done < <(git ls-files '*_test.go' | grep -v '^bench/\|^yaegitest/' |
   xargs grep -oH '^func Fuzz[A-Za-z0-9_]*' | sed 's/:func /:/' | sort -u)
