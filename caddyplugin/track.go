@@ -121,8 +121,10 @@ func upstreamLatency(repl *caddy.Replacer) (time.Duration, bool) {
 }
 
 // failingStatus reports whether the upstream answered this try with one of
-// the policy's fail_status. Caddy sets the status placeholder right after
-// the latency one, so once the latency is this try's, so is the status.
+// the policy's fail_status. Caddy sets the status placeholder soon after the
+// latency one, before it writes the response or tries again, so once the
+// latency is this try's, so is the status (unless the client left in
+// between: then no status, or the previous try's, which failed anyway).
 func (a *attempt) failingStatus() bool {
 	if len(a.fail) == 0 {
 		return false
