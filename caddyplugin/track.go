@@ -123,8 +123,9 @@ func upstreamLatency(repl *caddy.Replacer) (time.Duration, bool) {
 // failingStatus reports whether the upstream answered this try with one of
 // the policy's fail_status. Caddy sets the status placeholder soon after the
 // latency one, before it writes the response or tries again, so once the
-// latency is this try's, so is the status (unless the client left in
-// between: then no status, or the previous try's, which failed anyway).
+// latency is this try's, so is the status (unless the client leaves in the
+// microseconds between the two: then the status read is none or an earlier
+// try's).
 func (a *attempt) failingStatus() bool {
 	if len(a.fail) == 0 {
 		return false
