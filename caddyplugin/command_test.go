@@ -3,6 +3,8 @@ package caddyplugin
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +81,31 @@ func TestCaddyLbpackNames(t *testing.T) {
 		if !strings.Contains(c.Long, "  "+sub.Name+" ") || !strings.Contains(c.Short, sub.Name) {
 			t.Errorf("caddy lbpack's help does not list %s:\n%s\n%s", sub.Name, c.Short, c.Long)
 		}
+	}
+}
+
+// `caddy lbpack convert` writes proxy_next_upstream's statuses as the
+// policy's fail_status, and the result loads in Caddy.
+func TestCaddyLbpackConvertFailStatus(t *testing.T) {
+	dir := t.TempDir()
+	conf := "http {\nupstream u { server 10.0.0.1:80; server 10.0.0.2:80 max_fails=3; }\n" +
+		"upstream v { least_time header; server 10.0.0.3:80; server 10.0.0.4:80; }\n" +
+		"server { listen 8080; location / { proxy_next_upstream error http_502 http_503 http_429; proxy_pass http://u; }\n" +
+		"location /v/ { proxy_next_upstream error http_500 http_429; proxy_pass http://v; } }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runCaddyLbpack(t, "convert", filepath.Join(dir, "nginx.conf"))
+	for _, want := range []string{"fail_status 502 503 429\n", "fail_status 5xx 429\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("converted Caddyfile lacks %q:\n%s", want, out)
+		}
+	}
+	cfg, err := adapt(t, out)
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, out)
+	}
+	if err := validate(cfg); err != nil {
+		t.Errorf("the converted Caddyfile does not load: %v\n%s", err, out)
 	}
 }

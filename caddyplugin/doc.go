@@ -14,7 +14,8 @@
 // upstreams), and per address the flags backup and down, slow_start (not the
 // hash policies: they map keys by weight), and nginx's max_fails,
 // fail_timeout and max_conns, which may also be given once for every
-// upstream (max_fails 3). Every option may be given once (per address for
+// upstream (max_fails 3), and fail_status, the answers' statuses that count
+// as failures. Every option may be given once (per address for
 // the per-address ones); an option for an address the upstreams lack is an
 // error with static upstreams and a warning with dynamic ones.
 //
@@ -47,7 +48,12 @@
 // latency is Caddy's upstream latency, the time to the response headers. A
 // try the upstream did not answer is a failure of the upstream only when
 // Caddy retried it or ended the request with an error: a client that goes
-// away first is not the upstream's fault.
+// away first is not the upstream's fault. A try the upstream answered is
+// its failure when the status is one of the policy's fail_status (statuses
+// and classes, as Caddy's unhealthy_status): fair's default is 5xx, so that
+// an upstream failing fast does not look fastest; the others have none, as
+// nginx without http_ conditions in proxy_next_upstream, and need max_fails
+// for it.
 //
 // Upstreams must dial host:port (no unix sockets, no placeholders in the
 // address): the address is the upstream's identity and the hash strategies

@@ -30,6 +30,7 @@ func init() {
 //		max_fails    [<address>] <n>
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
+//		fail_status  <status|class>...
 //	}
 type WeightedLeastConn struct {
 	base

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -46,10 +47,21 @@ type Options struct {
 	FailTimeout caddy.Duration `json:"fail_timeout,omitempty"`
 	MaxConns    int            `json:"max_conns,omitempty"`
 
-	// policy is the module's name (for errors) and hashed says it is a hash
-	// policy; setup sets both.
+	// FailStatus are the response statuses that make a try the upstream
+	// answered count as its failure, written as Caddy's passive health
+	// writes unhealthy_status: a status (503) or a class (5 for 5xx). Such
+	// a try counts toward max_fails and raises fair's estimate rather than
+	// lowering it. Default: 5xx for fair, which must not favour an upstream
+	// for failing fast; none for the others, as nginx, which counts an
+	// answer as a failure only for the http_ conditions of
+	// proxy_next_upstream. Outside fair it needs max_fails.
+	FailStatus []int `json:"fail_status,omitempty"`
+
+	// policy is the module's name (for errors), hashed says it is a hash
+	// policy and fair that it is fair; setup sets all three.
 	policy string
 	hashed bool
+	fair   bool
 }
 
 // UpstreamOptions are the settings of one upstream, named by its dial address.
@@ -163,6 +175,7 @@ func (o *Options) setWide(u UpstreamOptions) {
 //		max_fails    [<address>] <n>
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
+//		fail_status  <status|class>...
 //		<policy options>
 //	}
 //
@@ -193,6 +206,15 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 				return err
 			}
 			if err := once(name); err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "fail_status" {
+			if err := once(name); err != nil {
+				return err
+			}
+			if err := o.unmarshalFailStatus(d, policy); err != nil {
 				return err
 			}
 			continue
@@ -284,6 +306,67 @@ func (o *Options) unmarshalName(d *caddyfile.Dispenser, policy string) error {
 	return nil
 }
 
+// unmarshalFailStatus reads fail_status's arguments: statuses (503) and
+// classes (5xx), as Caddy's unhealthy_status takes them.
+func (o *Options) unmarshalFailStatus(d *caddyfile.Dispenser, policy string) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.Errf("lb_policy %s: fail_status: missing the statuses (want fail_status 5xx, or codes such as 502 503)", policy)
+	}
+	for _, arg := range args {
+		code := -1
+		if len(arg) == 3 && strings.HasSuffix(arg, "xx") && arg[0] >= '1' && arg[0] <= '5' {
+			code = int(arg[0] - '0')
+		} else if n, err := strconv.Atoi(arg); err == nil && n >= 100 && n <= 599 {
+			code = n
+		}
+		if code < 0 {
+			return d.Errf("lb_policy %s: fail_status %q: want a status from 100 to 599 or a class from 1xx to 5xx", policy, arg)
+		}
+		o.FailStatus = append(o.FailStatus, code)
+	}
+	return nil
+}
+
+// statusName writes a fail_status entry as the Caddyfile does: 503, 5xx.
+func statusName(code int) string {
+	if code >= 1 && code <= 5 {
+		return strconv.Itoa(code) + "xx"
+	}
+	return strconv.Itoa(code)
+}
+
+// checkFailStatus checks fail_status: every entry a status or a class, none
+// given twice or inside a class also given.
+func (o *Options) checkFailStatus() error {
+	for i, c := range o.FailStatus {
+		if (c < 1 || c > 5) && (c < 100 || c > 599) {
+			return fmt.Errorf("fail_status %d: want a status from 100 to 599 or a class from 1 to 5 (5 is 5xx)", c)
+		}
+		for _, prev := range o.FailStatus[:i] {
+			switch {
+			case prev == c:
+				return fmt.Errorf("fail_status %s: given twice", statusName(c))
+			case caddyhttp.StatusCodeMatches(c, prev) || caddyhttp.StatusCodeMatches(prev, c):
+				return fmt.Errorf("fail_status %s and %s: one includes the other", statusName(prev), statusName(c))
+			}
+		}
+	}
+	if len(o.FailStatus) > 0 && !o.fair && o.MaxFails == 0 && !o.anyMaxFails() {
+		return fmt.Errorf("fail_status %s: has no effect without max_fails (only fair follows failures without it)", statusName(o.FailStatus[0]))
+	}
+	return nil
+}
+
+// failStatus returns the statuses that count as an upstream's failure:
+// fail_status, or fair's default, 5xx.
+func (o *Options) failStatus() []int {
+	if len(o.FailStatus) == 0 && o.fair {
+		return []int{5}
+	}
+	return o.FailStatus
+}
+
 // findOption returns the address option called name, or nil.
 func findOption(name string) *addressOption {
 	for i := range addressOptions {
@@ -337,6 +420,9 @@ func (o *Options) validate() error {
 	}
 	if o.FailTimeout != 0 && o.MaxFails == 0 && !o.anyMaxFails() {
 		return fmt.Errorf("fail_timeout %v: has no effect without max_fails", time.Duration(o.FailTimeout))
+	}
+	if err := o.checkFailStatus(); err != nil {
+		return err
 	}
 	for _, addr := range o.addresses() {
 		u := o.Upstreams[addr]

@@ -27,6 +27,10 @@ func TestJSONErrors(t *testing.T) {
 		{`{"policy":"fair","upstreams":{"10.0.0.2:80":{"backup":true,"down":true}}}`, `lb_policy fair: backup and down 10.0.0.2:80`},
 		{`{"policy":"smooth_wrr","upstreams":{"10.0.0.9:80":{"backup":true}}}`, `lb_policy smooth_wrr: backup 10.0.0.9:80: not one of the reverse proxy's upstreams`},
 		{`{"policy":"gcd_wrr","max_conns":-1}`, `lb_policy gcd_wrr: max_fails 0, max_conns -1`},
+		{`{"policy":"fair","fail_status":[0]}`, `lb_policy fair: fail_status 0: want a status from 100 to 599 or a class from 1 to 5 (5 is 5xx)`},
+		{`{"policy":"fair","fail_status":[600]}`, `lb_policy fair: fail_status 600: want a status`},
+		{`{"policy":"fair","fail_status":[503,5]}`, `lb_policy fair: fail_status 503 and 5xx: one includes the other`},
+		{`{"policy":"gcd_wrr","fail_status":[502]}`, `lb_policy gcd_wrr: fail_status 502: has no effect without max_fails`},
 	} {
 		err := validate(cfg(tt.policy))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

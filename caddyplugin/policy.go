@@ -79,6 +79,9 @@ type policy struct {
 	// attemptVar names the request variable holding what this policy
 	// remembers of the request (see attempt).
 	attemptVar string
+	// failStatus are the statuses of an answer that count as the
+	// upstream's failure (Options.FailStatus, or fair's default).
+	failStatus []int
 	// rounds lets a request that has tried every upstream start over: set
 	// when the reverse proxy has lb_try_duration.
 	rounds bool
@@ -185,6 +188,8 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	p.stats = make(map[string]*upstreamStats)
 	opts.policy = name
 	opts.hashed = cfg.Strategy == core.URLHash || cfg.Strategy == core.IPHash
+	opts.fair = cfg.Strategy == core.Fair
+	p.failStatus = opts.failStatus()
 	// max_fails counts failed tries and max_conns tries in flight: the
 	// balancer must hear of every one.
 	p.track = p.track || opts.tracks()

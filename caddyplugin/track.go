@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
@@ -37,8 +38,9 @@ import (
 // Its latency is Caddy's own upstream latency, the time to the upstream's
 // response headers ({http.reverse_proxy.upstream.latency}), not the life of
 // the client's request (which includes streaming the body to a slow
-// client). A try the upstream answered is a success (Caddy's passive health
-// judges status codes). One that got no answer is a failure when Caddy
+// client). A try the upstream answered is a success unless its status is
+// one of the policy's fail_status ({http.reverse_proxy.status_code}, which
+// Caddy sets with the latency). One that got no answer is a failure when Caddy
 // retried it or ended the request with an error (Caddy's server records
 // every handler error as {http.error}); without either, the request was
 // cancelled before the upstream answered (the client went away): that says
@@ -50,6 +52,7 @@ type attempt struct {
 	// The rest is set for tracking policies only (e != nil).
 	e     *poolEntry
 	i     int
+	fail  []int // the policy's failStatus
 	start time.Time
 	repl  *caddy.Replacer
 	lat0  time.Duration // the upstream latency placeholder before this try
@@ -61,6 +64,7 @@ type attempt struct {
 // Placeholders Caddy sets that tell how a try went.
 const (
 	latencyPlaceholder = "http.reverse_proxy.upstream.latency"
+	statusPlaceholder  = "http.reverse_proxy.status_code"
 	errorPlaceholder   = "http.error"
 )
 
@@ -97,7 +101,7 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 		return
 	}
 	ctx := r.Context()
-	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, start: time.Now()}
+	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, fail: p.failStatus, start: time.Now()}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
 		a.lat0, a.had.lat = upstreamLatency(a.repl)
 		_, a.had.err = a.repl.Get(errorPlaceholder)
@@ -114,6 +118,29 @@ func upstreamLatency(repl *caddy.Replacer) (time.Duration, bool) {
 	v, ok := repl.Get(latencyPlaceholder)
 	d, isDur := v.(time.Duration)
 	return d, ok && isDur
+}
+
+// failingStatus reports whether the upstream answered this try with one of
+// the policy's fail_status. Caddy sets the status placeholder soon after the
+// latency one, before it writes the response or tries again, so once the
+// latency is this try's, so is the status (unless the client leaves in the
+// microseconds between the two: then the status read is none or an earlier
+// try's).
+func (a *attempt) failingStatus() bool {
+	if len(a.fail) == 0 {
+		return false
+	}
+	v, _ := a.repl.Get(statusPlaceholder)
+	code, ok := v.(int)
+	if !ok {
+		return false
+	}
+	for _, f := range a.fail {
+		if caddyhttp.StatusCodeMatches(code, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // ended runs when the request's context is done.
@@ -140,8 +167,9 @@ func (a *attempt) finish(retried bool) {
 	}
 	switch {
 	case answered:
-		a.e.bal.Done(a.i, lat, retried)
-		if retried {
+		failed := retried || a.failingStatus()
+		a.e.bal.Done(a.i, lat, failed)
+		if failed {
 			a.e.stats[a.i].failures.Add(1)
 		} else {
 			a.e.stats[a.i].observe(lat)

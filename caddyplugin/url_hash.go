@@ -43,6 +43,7 @@ const defaultHashKey = "{http.request.uri}"
 //		max_fails    [<address>] <n>
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
+//		fail_status  <status|class>...
 //	}
 type URLHash struct {
 	base

@@ -540,3 +540,87 @@ func TestMaxFailsSkipsDeadUpstream(t *testing.T) {
 		}
 	}
 }
+
+// failing is a loopback upstream that answers 500 at once, counting hits.
+func failing(t *testing.T) (addr string, hits *atomic.Int64) {
+	hits = new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "failing", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), hits
+}
+
+// hammer makes n requests from each of clients concurrent clients and
+// returns how many answers had each status.
+func hammer(t *testing.T, tc *caddytest.Tester, port, clients, n int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	errs := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		go func() {
+			for i := 0; i < n; i++ {
+				res, err := tc.Client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				mu.Lock()
+				codes[res.StatusCode]++
+				mu.Unlock()
+			}
+			errs <- nil
+		}()
+	}
+	for c := 0; c < clients; c++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+	}
+	return codes
+}
+
+// An upstream that fails fast is not rewarded: of five upstreams, one
+// answers 500 at once and four answer 200 after 20 ms. fair counts the 500s
+// as failures (fail_status defaults to 5xx) and sends the failing upstream
+// at most 5% of 300 requests from one client (measured: 9-10, the few
+// failures that raise its penalty above the others' 20 ms, then one probe
+// per decay_time/4), then of 400 from four clients at once (measured: 1);
+// told that only 503 fails, it takes it for the fastest and sends it most
+// (about 90%, as every 500 did before fail_status). smooth_wrr with
+// max_fails and fail_status 5xx takes it out after one 500.
+func TestFastFailingUpstream(t *testing.T) {
+	tc := caddytest.NewTester(t)
+	for _, tt := range []struct {
+		name, policy string
+		min, max     float64 // the failing upstream's share, in each phase
+	}{
+		{"fair", "fair", 0, 0.05},
+		{"fair, fail_status 503", "fair {\n\t\t\tfail_status 503\n\t\t}", 0.5, 1},
+		{"smooth_wrr, max_fails 1, fail_status 5xx", "smooth_wrr {\n\t\t\tmax_fails 1\n\t\t\tfail_timeout 1m\n\t\t\tfail_status 5xx\n\t\t}", 0, 0.05},
+	} {
+		bad, badHits := failing(t)
+		addrs := []string{bad}
+		for i := 0; i < 4; i++ {
+			addrs = append(addrs, newBackend(t, fmt.Sprint("ok", i), 20*time.Millisecond).addr())
+		}
+		port := freePort(t)
+		load(tc, caddyfile(port, fmt.Sprintf("%s {\n\t\tlb_policy %s\n\t}", strings.Join(addrs, " "), tt.policy)))
+		for _, phase := range []struct{ clients, n int }{{1, 300}, {4, 100}} {
+			before := badHits.Load()
+			codes := hammer(t, tc, port, phase.clients, phase.n)
+			total := phase.clients * phase.n
+			got := badHits.Load() - before
+			share := float64(got) / float64(total)
+			t.Logf("lb_policy %s, %d client(s): the failing upstream got %d of %d requests (%.1f%%); statuses %v", tt.name, phase.clients, got, total, 100*share, codes)
+			if share < tt.min || share > tt.max || int64(codes[500]) != got || codes[200]+codes[500] != total {
+				t.Errorf("lb_policy %s, %d client(s): the upstream answering 500 at once got %d of %d requests (%.1f%%), statuses %v; want a share from %.0f%% to %.0f%%",
+					tt.name, phase.clients, got, total, 100*share, codes, 100*tt.min, 100*tt.max)
+			}
+		}
+	}
+}

@@ -265,7 +265,7 @@ func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, strin
 	w.rewrite(b, loc)
 	inner := &caddyWriter{}
 	if u != nil {
-		w.policy(inner, u, keyOf)
+		w.policy(inner, u, p.Retry, keyOf)
 	}
 	w.retries(inner, p, u)
 	if !hasHost(p.SetHeaders) {
@@ -304,8 +304,9 @@ var caddyPolicies = map[string]string{
 }
 
 // policy writes lb_policy with the upstream's weights and per-server
-// settings.
-func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string) string) {
+// settings, and the statuses that retry (the location's proxy_next_upstream)
+// counts as failures.
+func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, retry Retry, keyOf func(Key, string) string) {
 	name := caddyPolicies[u.Method]
 	if u.Method == Random {
 		switch {
@@ -355,6 +356,7 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, keyOf func(Key, string
 		}
 	}
 	lines = append(lines, failureOptions(u)...)
+	lines = append(lines, failStatus(name, u, retry)...)
 	head := "lb_policy " + name
 	if weighted {
 		for _, s := range u.Servers {
@@ -422,6 +424,42 @@ func failureOptions(u *Upstream) []string {
 		}
 	}
 	return out
+}
+
+// failStatus writes fail_status for the statuses proxy_next_upstream names:
+// nginx counts such an answer as the server's failure towards max_fails
+// (http_403 and http_404 never), so outside fair it matters only where
+// max_fails counts. fair counts 5xx already (lbpack's default, so that a
+// server failing fast does not look fastest) and needs telling of 429 only.
+func failStatus(policy string, u *Upstream, r Retry) []string {
+	if r.Off() {
+		return nil
+	}
+	counted := policy == "fair"
+	for _, s := range u.Servers {
+		counted = counted || s.MaxFails > 0
+	}
+	var conds, codes []string
+	seen := map[string]bool{}
+	for _, c := range r.Conditions {
+		code, ok := strings.CutPrefix(c, "http_")
+		if !ok || code == "403" || code == "404" || seen[code] {
+			continue
+		}
+		seen[code] = true
+		conds = append(conds, c)
+		if policy != "fair" || code[0] != '5' {
+			codes = append(codes, code)
+		}
+	}
+	if !counted || len(codes) == 0 {
+		return nil
+	}
+	if policy == "fair" {
+		codes = append([]string{"5xx"}, codes...)
+	}
+	return []string{"# proxy_next_upstream " + strings.Join(conds, " ") + ": nginx counts these answers as failures",
+		"fail_status " + strings.Join(codes, " ")}
 }
 
 // retries writes proxy_next_upstream's meaning: lb_retries (each server once
