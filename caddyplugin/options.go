@@ -205,7 +205,8 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 				}
 				ok, err := extra(d, name)
 				if err != nil {
-					return err
+					// The policy's own options are named as the shared ones.
+					return fmt.Errorf("lb_policy %s: %w", policy, err)
 				}
 				if ok {
 					continue
