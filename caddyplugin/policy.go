@@ -200,8 +200,9 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	return p.checkAgainstHandler(h)
 }
 
-// handlerOf returns the reverse proxy being provisioned, nil when the
-// policy is not directly inside one (another policy's fallback).
+// handlerOf returns the reverse proxy being provisioned (for url_hash's
+// fallback, the one its parent policy serves: Caddy's module lineage holds
+// both), nil when the policy is provisioned outside one.
 func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 	var h *reverseproxy.Handler
 	mods := ctx.Modules()
@@ -214,8 +215,8 @@ func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 // checkAgainstHandler checks the options against the upstreams of h, the
 // reverse proxy this policy belongs to, so that a bad weight count or an
 // unknown address fails the config load rather than a request. With static
-// upstreams it also builds the balancer now. Without a handler (nil: the
-// policy used as another policy's fallback) it checks the options alone.
+// upstreams it also builds the balancer now. Without a handler (nil), or
+// with dynamic upstreams, it checks the options alone.
 func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
 	p.rounds = h != nil && h.LoadBalancing != nil && h.LoadBalancing.TryDuration > 0
 	switch {
