@@ -79,6 +79,10 @@ type policy struct {
 	// attemptVar names the request variable holding what this policy
 	// remembers of the request (see attempt).
 	attemptVar string
+	// retries says that Caddy may call Select again for a request: the
+	// reverse proxy has lb_retries or lb_try_duration (or is not known).
+	// Only then does a pick look up and record what the request has tried.
+	retries bool
 	// rounds lets a request that has tried every upstream start over: set
 	// when the reverse proxy has lb_try_duration.
 	rounds bool
@@ -218,7 +222,14 @@ func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 // upstreams it also builds the balancer now. Without a handler (nil), or
 // with dynamic upstreams, it checks the options alone.
 func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
-	p.rounds = h != nil && h.LoadBalancing != nil && h.LoadBalancing.TryDuration > 0
+	var lb *reverseproxy.LoadBalancing
+	if h != nil {
+		lb = h.LoadBalancing
+	}
+	// Caddy tries a request again only with one of these (LoadBalancing's
+	// tryAgain): without them a Select is always a first try.
+	p.retries = h == nil || lb != nil && (lb.Retries > 0 || lb.TryDuration > 0)
+	p.rounds = lb != nil && lb.TryDuration > 0
 	switch {
 	case h != nil && h.DynamicUpstreamsRaw != nil:
 		if len(p.opts.Weights) > 0 {
@@ -296,10 +307,13 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 			return p.fallback.Select(pool, r, nil)
 		}
 	}
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	var vars map[string]any // nil: nothing to remember (see remember)
 	var tried []string
-	if prev := vars[p.attemptVar]; prev != nil {
-		tried = retrying(prev)
+	if p.retries {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+		if prev := vars[p.attemptVar]; prev != nil {
+			tried = retrying(prev)
+		}
 	}
 	i := p.choose(s, key, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
