@@ -93,11 +93,11 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu    sync.Mutex            // guards sets, stats, base, all and warned (the slow path)
-	sets  map[string]*poolEntry // by the sorted set of dial addresses
-	stats map[string]*upstreamStats
-	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
-	all   *core.Balancer // over every address of sets; new sets derive from it
+	mu     sync.Mutex            // guards sets, stats, latest, all and warned (the slow path)
+	sets   map[string]*poolEntry // by the sorted set of dial addresses
+	stats  map[string]*upstreamStats
+	latest *poolEntry     // the latest usable entry (the admin endpoint's before any request)
+	all    *core.Balancer // over every address of sets; new sets derive from it
 	// warned records the warnings given once (see warnSet).
 	warned struct{ first, allDown bool }
 }
@@ -486,7 +486,6 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		p.logger.Error("cannot balance this upstream pool; requests get 503",
 			zap.String("policy", p.id), zap.Strings("upstreams", dials), zap.Error(e.err))
 	} else {
-		p.base = e.bal
 		e.health.down = make([]atomic.Bool, len(backends))
 		e.stats = make([]*upstreamStats, len(backends))
 		for i, b := range backends {
@@ -497,6 +496,7 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 			}
 			e.stats[i] = st
 		}
+		p.latest = e
 		p.logger.Debug("balancer built", zap.String("policy", p.id), zap.Strings("upstreams", dials))
 	}
 	full := len(p.sets) >= maxPoolSets
@@ -638,16 +638,11 @@ func (p *policy) current() (*core.Balancer, []*reverseproxy.Upstream, []*upstrea
 	if s == nil || s.entry.err != nil {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.base == nil {
+		if p.latest == nil {
 			return nil, nil, nil
 		}
 		// Provisioned with static upstreams but not used yet.
-		for _, e := range p.sets {
-			if e.bal == p.base {
-				return e.bal, nil, e.stats
-			}
-		}
-		return nil, nil, nil
+		return p.latest.bal, nil, p.latest.stats
 	}
 	return s.entry.bal, s.ups, s.entry.stats
 }
