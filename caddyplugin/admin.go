@@ -28,9 +28,10 @@ type UpstreamState struct {
 	Picks           int64 `json:"picks"`
 	InFlight        int64 `json:"in_flight"`
 	// LatencyMS is the moving average (1/8 weight for the newest sample) of
-	// the successful attempts this policy timed, in milliseconds; only
-	// fair, weighted_least_conn and url_hash's bounded mode time attempts.
-	// Absent before the first.
+	// the successful attempts this policy timed, in milliseconds; only the
+	// policies that follow tries time them (fair, weighted_least_conn,
+	// url_hash's bounded mode, any with max_fails or max_conns). Absent
+	// before the first.
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	// EstimateMS is the latency estimate the strategy itself decides by
 	// (fair's latency EWMA times its failure penalty, core's
