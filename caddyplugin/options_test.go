@@ -27,6 +27,8 @@ func TestJSONErrors(t *testing.T) {
 		{`{"policy":"fair","upstreams":{"10.0.0.2:80":{"backup":true,"down":true}}}`, `lb_policy fair: backup and down 10.0.0.2:80`},
 		{`{"policy":"smooth_wrr","upstreams":{"10.0.0.9:80":{"backup":true}}}`, `lb_policy smooth_wrr: backup 10.0.0.9:80: not one of the reverse proxy's upstreams`},
 		{`{"policy":"gcd_wrr","max_conns":-1}`, `lb_policy gcd_wrr: max_fails 0, max_conns -1`},
+		{`{"policy":"smooth_wrr","upstreams":{"backend-a":{"weight":2}}}`, `lb_policy smooth_wrr: weight "backend-a": want host:port (options name an upstream by its dial address)`},
+		{`{"policy":"fair","upstreams":{"10.0.0.2:80":{"max_conns":-2}}}`, `lb_policy fair: max_conns 10.0.0.2:80: must not be negative`},
 	} {
 		err := validate(cfg(tt.policy))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
