@@ -16,21 +16,28 @@ func init() {
 
 // UpstreamState is one upstream in GET /lbpack/state.
 type UpstreamState struct {
+	// Address is the upstream's dial address; Weight its configured
+	// weight.
 	Address string `json:"address"`
 	Weight  int    `json:"weight"`
 	// EffectiveWeight is the weight the upstream takes part with now:
 	// lowered after failures under the policies that follow nginx's
 	// smooth weighting, ramping during a slow start, 0 when down (see
 	// core's Balancer.EffectiveWeight).
-	EffectiveWeight int   `json:"effective_weight"`
-	Backup          bool  `json:"backup,omitempty"`
-	Down            bool  `json:"down,omitempty"`
-	Picks           int64 `json:"picks"`
-	InFlight        int64 `json:"in_flight"`
+	EffectiveWeight int `json:"effective_weight"`
+	// Backup and Down are the upstream's backup and down options.
+	Backup bool `json:"backup,omitempty"`
+	Down   bool `json:"down,omitempty"`
+	// Picks counts the times the policy picked the upstream (kept across
+	// reloads of the same policy identity); InFlight the tries in flight,
+	// counted by the policies that follow tries.
+	Picks    int64 `json:"picks"`
+	InFlight int64 `json:"in_flight"`
 	// LatencyMS is the moving average (1/8 weight for the newest sample) of
-	// the successful attempts this policy timed, in milliseconds; only
-	// fair, weighted_least_conn and url_hash's bounded mode time attempts.
-	// Absent before the first.
+	// the successful attempts this policy timed, in milliseconds; only the
+	// policies that follow tries time them (fair, weighted_least_conn,
+	// url_hash's bounded mode, any with max_fails or max_conns). Absent
+	// before the first.
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	// EstimateMS is the latency estimate the strategy itself decides by
 	// (fair's latency EWMA times its failure penalty, core's
@@ -54,7 +61,9 @@ type PolicyState struct {
 	Mode string `json:"mode,omitempty"`
 	Key  string `json:"key,omitempty"`
 	// Options is the policy's JSON configuration, as Caddy loaded it.
-	Options   json.RawMessage `json:"options"`
+	Options json.RawMessage `json:"options"`
+	// Upstreams are those of the pool the policy balanced last (before
+	// any request, its static upstreams).
 	Upstreams []UpstreamState `json:"upstreams"`
 }
 

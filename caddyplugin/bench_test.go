@@ -66,21 +66,25 @@ func BenchmarkSelect(b *testing.B) {
 			name string
 			sel  reverseproxy.Selector
 			down *reverseproxy.Upstream // seen unhealthy by the lbpack policy
+			// noRetries: in a reverse proxy without lb_retries or
+			// lb_try_duration, whose Selects are all first tries.
+			noRetries bool
 		}{
-			{"caddy_round_robin", new(reverseproxy.RoundRobinSelection), nil},
-			{"caddy_weighted_round_robin", caddyWRR, nil},
-			{"caddy_least_conn", reverseproxy.LeastConnSelection{}, nil},
-			{"caddy_uri_hash", reverseproxy.URIHashSelection{}, nil},
-			{"caddy_client_ip_hash", reverseproxy.ClientIPHashSelection{}, nil},
-			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, nil},
-			{"smooth_wrr_one_unhealthy", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, oneDown},
-			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}, nil},
-			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}, nil},
-			{"url_hash_maglev", &URLHash{base: base{Options: Options{Weights: weights}}, Mode: "maglev"}, nil},
-			{"nginx_ip_hash", &NginxIPHash{base: base{Options: Options{Weights: weights}}}, nil},
-			{"weighted_least_conn", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}}, nil},
-			{"weighted_least_conn_two_choices", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}, TwoChoices: true}, nil},
-			{"fair", &Fair{base: base{Options: Options{Weights: weights}}}, nil},
+			{"caddy_round_robin", new(reverseproxy.RoundRobinSelection), nil, false},
+			{"caddy_weighted_round_robin", caddyWRR, nil, false},
+			{"caddy_least_conn", reverseproxy.LeastConnSelection{}, nil, false},
+			{"caddy_uri_hash", reverseproxy.URIHashSelection{}, nil, false},
+			{"caddy_client_ip_hash", reverseproxy.ClientIPHashSelection{}, nil, false},
+			{"smooth_wrr", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, nil, false},
+			{"smooth_wrr_no_retries", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, nil, true},
+			{"smooth_wrr_one_unhealthy", &SmoothWRR{base: base{Options: Options{Weights: weights}}}, oneDown, false},
+			{"gcd_wrr", &GCDWRR{base: base{Options: Options{Weights: weights}}}, nil, false},
+			{"url_hash_ketama", &URLHash{base: base{Options: Options{Weights: weights}}}, nil, false},
+			{"url_hash_maglev", &URLHash{base: base{Options: Options{Weights: weights}}, Mode: "maglev"}, nil, false},
+			{"nginx_ip_hash", &NginxIPHash{base: base{Options: Options{Weights: weights}}}, nil, false},
+			{"weighted_least_conn", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}}, nil, false},
+			{"weighted_least_conn_two_choices", &WeightedLeastConn{base: base{Options: Options{Weights: weights}}, TwoChoices: true}, nil, false},
+			{"fair", &Fair{base: base{Options: Options{Weights: weights}}}, nil, false},
 		}
 		for _, pc := range policies {
 			if s, ok := pc.sel.(selector); ok {
@@ -89,6 +93,9 @@ func BenchmarkSelect(b *testing.B) {
 				down := pc.down
 				s.pol().healthy = func(u *reverseproxy.Upstream) bool { return u != down && u.Healthy() }
 				s.pol().available = func(u *reverseproxy.Upstream) bool { return u != down && u.Available() }
+				if pc.noRetries {
+					s.pol().retries = false // as checkAgainstHandler sets it
+				}
 			}
 			// Each Select is a new request's first try: forget ends the
 			// try and drops what the policy remembers of the request, as

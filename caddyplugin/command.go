@@ -20,7 +20,7 @@ func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "lbpack",
 		Usage: "<command> [flags]   (caddy lbpack <command> -h for its flags)",
-		Short: "Shows what lbpack's policies pick, step by step (" + commandNames() + ")",
+		Short: "Shows what lbpack's policies pick, and converts nginx configurations (" + commandNames() + ")",
 		Long:  commandHelp(),
 		CobraFunc: func(cmd *cobra.Command) {
 			// The subcommands parse their own flags.
@@ -50,7 +50,8 @@ func commandHelp() string {
 	b.WriteString(`
 Runs lbpack's strategies outside any server: the backends a policy picks,
 the step table of a weighted round robin, every strategy side by side, a
-simulation with given latencies. --strategy takes the lbpack policy names of
+simulation with given latencies; and converts an nginx configuration to a
+Caddyfile, Caddy JSON or Traefik's configuration. --strategy takes the lbpack policy names of
 the Caddyfile (smooth_wrr, gcd_wrr, url_hash, fair, weighted_least_conn,
 nginx_ip_hash) and also core's least_conn and ip_hash; --backends takes
 addresses (10.0.0.1:80=5) or bare names (a=5, which stands for a:80).

@@ -23,7 +23,9 @@
 // max_requests, through Upstream.Available; max_fails and max_conns add
 // nginx's per-policy counts on top. A pick asks Caddy about the chosen
 // upstream only, and reads the health of all of them at most every 250ms, so
-// that it stays O(1) where the strategy is; an upstream that comes back
+// that it stays O(1) where the strategy is (with static upstreams: dynamic
+// ones come as a fresh pool on every request, which the policy looks up by
+// its sorted addresses, O(n log n)); an upstream that comes back
 // healthy starts its slow start. The choices are nginx's exactly while
 // health is stable; a change is seen at the next read, or at once when it is
 // the chosen upstream's. With some upstreams unhealthy, smooth_wrr is O(1)

@@ -24,6 +24,7 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy fair [<weight>...] {
+//		name         <name>
 //		decay_time   <duration>
 //		weight       <address> <weight>
 //		backup       <address>...

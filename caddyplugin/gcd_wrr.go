@@ -19,6 +19,7 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy gcd_wrr [<weight>...] {
+//		name         <name>
 //		weight       <address> <weight>
 //		backup       <address>...
 //		down         <address>...

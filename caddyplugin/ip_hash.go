@@ -28,6 +28,7 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy nginx_ip_hash [<weight>...] {
+//		name         <name>
 //		weight       <address> <weight>
 //		down         <address>...
 //		max_fails    [<address>] <n>

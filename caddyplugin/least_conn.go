@@ -22,6 +22,7 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy weighted_least_conn [<weight>...] {
+//		name         <name>
 //		two_choices
 //		weight       <address> <weight>
 //		backup       <address>...

@@ -227,7 +227,8 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 				}
 				ok, err := extra(d, name)
 				if err != nil {
-					return err
+					// The policy's own options are named as the shared ones.
+					return fmt.Errorf("lb_policy %s: %w", policy, err)
 				}
 				if ok {
 					continue
@@ -241,8 +242,8 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 		}
 		if opt.flag {
 			for _, addr := range args {
-				if err := checkDial(addr); err != nil {
-					return d.Errf("lb_policy %s: %s %q: %v (want the upstream's dial address, host:port)", policy, name, addr, err)
+				if err := checkOptionDial(name, addr); err != nil {
+					return d.Errf("lb_policy %s: %v", policy, err)
 				}
 				if err := once(name + " " + addr); err != nil {
 					return err
@@ -275,8 +276,8 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 			return d.Errf("lb_policy %s: %s: unexpected argument %q", policy, name, args[2])
 		}
 		addr := args[0]
-		if err := checkDial(addr); err != nil {
-			return d.Errf("lb_policy %s: %s %q: %v (want the upstream's dial address, host:port)", policy, name, addr, err)
+		if err := checkOptionDial(name, addr); err != nil {
+			return d.Errf("lb_policy %s: %v", policy, err)
 		}
 		if err := once(name + " " + addr); err != nil {
 			return err
@@ -426,10 +427,10 @@ func (o *Options) validate() error {
 	}
 	for _, addr := range o.addresses() {
 		u := o.Upstreams[addr]
-		what := given(u) + " " + addr
+		if err := checkOptionDial(given(u), addr); err != nil {
+			return err
+		}
 		switch {
-		case checkDial(addr) != nil:
-			return fmt.Errorf("%s: %v (want the upstream's dial address, host:port)", what, checkDial(addr))
 		case u.Weight < 0 || u.Weight > core.MaxWeight:
 			return fmt.Errorf("weight %s %d: must be from 1 to %d", addr, u.Weight, core.MaxWeight)
 		case u.Weight != 0 && len(o.Weights) > 0:
@@ -441,7 +442,7 @@ func (o *Options) validate() error {
 		case u.SlowStart != 0 && o.hashed:
 			return fmt.Errorf("slow_start %s: a hash policy maps keys by weight and cannot ramp an upstream up (NGINX Plus refuses slow_start with hash too)", addr)
 		case u.MaxFails < 0 || u.MaxConns < 0 || u.FailTimeout < 0:
-			return fmt.Errorf("%s: must not be negative", what)
+			return fmt.Errorf("%s %s: must not be negative", given(u), addr)
 		case u.FailTimeout != 0 && u.MaxFails == 0 && o.MaxFails == 0:
 			return fmt.Errorf("fail_timeout %s %v: has no effect without max_fails", addr, time.Duration(u.FailTimeout))
 		}
@@ -615,6 +616,15 @@ func durationArg(d *caddyfile.Dispenser, option string) (caddy.Duration, error) 
 		return 0, d.Err(err.Error())
 	}
 	return dur, noMoreArgs(d, option)
+}
+
+// checkOptionDial checks the address an option names (options, as the
+// user wrote them: "weight", "backup and down").
+func checkOptionDial(options, addr string) error {
+	if err := checkDial(addr); err != nil {
+		return fmt.Errorf("%s %q: %v (options name an upstream by its dial address)", options, addr, err)
+	}
+	return nil
 }
 
 // checkDial checks an upstream's dial address: core's host:port check, and

@@ -31,6 +31,8 @@ func TestJSONErrors(t *testing.T) {
 		{`{"policy":"fair","fail_status":[600]}`, `lb_policy fair: fail_status 600: want a status`},
 		{`{"policy":"fair","fail_status":[503,5]}`, `lb_policy fair: fail_status 503 and 5xx: one includes the other`},
 		{`{"policy":"gcd_wrr","fail_status":[502]}`, `lb_policy gcd_wrr: fail_status 502: has no effect without max_fails`},
+		{`{"policy":"smooth_wrr","upstreams":{"backend-a":{"weight":2}}}`, `lb_policy smooth_wrr: weight "backend-a": want host:port (options name an upstream by its dial address)`},
+		{`{"policy":"fair","upstreams":{"10.0.0.2:80":{"max_conns":-2}}}`, `lb_policy fair: max_conns 10.0.0.2:80: must not be negative`},
 	} {
 		err := validate(cfg(tt.policy))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -82,6 +82,10 @@ type policy struct {
 	// failStatus are the statuses of an answer that count as the
 	// upstream's failure (Options.FailStatus, or fair's default).
 	failStatus []int
+	// retries says that Caddy may call Select again for a request: the
+	// reverse proxy has lb_retries or lb_try_duration (or is not known).
+	// Only then does a pick look up and record what the request has tried.
+	retries bool
 	// rounds lets a request that has tried every upstream start over: set
 	// when the reverse proxy has lb_try_duration.
 	rounds bool
@@ -92,11 +96,11 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu    sync.Mutex            // guards sets, stats, base, all and warned (the slow path)
-	sets  map[string]*poolEntry // by the sorted set of dial addresses
-	stats map[string]*upstreamStats
-	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
-	all   *core.Balancer // over every address of sets; new sets derive from it
+	mu     sync.Mutex            // guards sets, stats, latest, all and warned (the slow path)
+	sets   map[string]*poolEntry // by the sorted set of dial addresses
+	stats  map[string]*upstreamStats
+	latest *poolEntry     // the latest usable entry (the admin endpoint's before any request)
+	all    *core.Balancer // over every address of sets; new sets derive from it
 	// warned records the warnings given once (see warnSet).
 	warned struct{ first, allDown bool }
 }
@@ -205,8 +209,9 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	return p.checkAgainstHandler(h)
 }
 
-// handlerOf returns the reverse proxy being provisioned, nil when the
-// policy is not directly inside one (another policy's fallback).
+// handlerOf returns the reverse proxy being provisioned (for url_hash's
+// fallback, the one its parent policy serves: Caddy's module lineage holds
+// both), nil when the policy is provisioned outside one.
 func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 	var h *reverseproxy.Handler
 	mods := ctx.Modules()
@@ -219,10 +224,17 @@ func handlerOf(ctx caddy.Context) *reverseproxy.Handler {
 // checkAgainstHandler checks the options against the upstreams of h, the
 // reverse proxy this policy belongs to, so that a bad weight count or an
 // unknown address fails the config load rather than a request. With static
-// upstreams it also builds the balancer now. Without a handler (nil: the
-// policy used as another policy's fallback) it checks the options alone.
+// upstreams it also builds the balancer now. Without a handler (nil), or
+// with dynamic upstreams, it checks the options alone.
 func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
-	p.rounds = h != nil && h.LoadBalancing != nil && h.LoadBalancing.TryDuration > 0
+	var lb *reverseproxy.LoadBalancing
+	if h != nil {
+		lb = h.LoadBalancing
+	}
+	// Caddy tries a request again only with one of these (LoadBalancing's
+	// tryAgain): without them a Select is always a first try.
+	p.retries = h == nil || lb != nil && (lb.Retries > 0 || lb.TryDuration > 0)
+	p.rounds = lb != nil && lb.TryDuration > 0
 	switch {
 	case h != nil && h.DynamicUpstreamsRaw != nil:
 		if len(p.opts.Weights) > 0 {
@@ -300,10 +312,13 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 			return p.fallback.Select(pool, r, nil)
 		}
 	}
-	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	var vars map[string]any // nil: nothing to remember (see remember)
 	var tried []string
-	if prev := vars[p.attemptVar]; prev != nil {
-		tried = retrying(prev)
+	if p.retries {
+		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+		if prev := vars[p.attemptVar]; prev != nil {
+			tried = retrying(prev)
+		}
 	}
 	i := p.choose(s, key, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
@@ -476,7 +491,6 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		p.logger.Error("cannot balance this upstream pool; requests get 503",
 			zap.String("policy", p.id), zap.Strings("upstreams", dials), zap.Error(e.err))
 	} else {
-		p.base = e.bal
 		e.health.down = make([]atomic.Bool, len(backends))
 		e.stats = make([]*upstreamStats, len(backends))
 		for i, b := range backends {
@@ -487,6 +501,7 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 			}
 			e.stats[i] = st
 		}
+		p.latest = e
 		p.logger.Debug("balancer built", zap.String("policy", p.id), zap.Strings("upstreams", dials))
 	}
 	full := len(p.sets) >= maxPoolSets
@@ -628,16 +643,11 @@ func (p *policy) current() (*core.Balancer, []*reverseproxy.Upstream, []*upstrea
 	if s == nil || s.entry.err != nil {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.base == nil {
+		if p.latest == nil {
 			return nil, nil, nil
 		}
 		// Provisioned with static upstreams but not used yet.
-		for _, e := range p.sets {
-			if e.bal == p.base {
-				return e.bal, nil, e.stats
-			}
-		}
-		return nil, nil, nil
+		return p.latest.bal, nil, p.latest.stats
 	}
 	return s.entry.bal, s.ups, s.entry.stats
 }

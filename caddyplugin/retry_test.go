@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -230,5 +231,47 @@ func TestAttemptTimesUpstreamLatency(t *testing.T) {
 		if l, avg := bal.Latency(i), time.Duration(stats[i].latency.Load()); l != 2*time.Millisecond || avg != 2*time.Millisecond {
 			t.Errorf("%s: estimate %v, average %v; want the upstream's 2ms", names[bal.Backend(i).Address], l, avg)
 		}
+	}
+}
+
+// Caddy calls Select again for a request only when the reverse proxy has
+// lb_retries or lb_try_duration: without them a policy records nothing in
+// the request (a context lookup and a map write saved on every request),
+// and with them a retry still avoids the upstream tried.
+func TestRetryOnlyWhenTheProxyRetries(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		m        selector
+		lb       reverseproxy.LoadBalancing
+		recorded bool
+	}{
+		{"smooth_wrr", &SmoothWRR{}, reverseproxy.LoadBalancing{}, false},
+		{"fair", &Fair{}, reverseproxy.LoadBalancing{}, false},
+		{"smooth_wrr lb_retries", &SmoothWRR{}, reverseproxy.LoadBalancing{Retries: 2}, true},
+		{"fair lb_try_duration", &Fair{}, reverseproxy.LoadBalancing{TryDuration: caddy.Duration(time.Second)}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			provision(t, tt.m, &health{})
+			static := pool(abc...)
+			// What Provision does inside this reverse proxy.
+			h := &reverseproxy.Handler{Upstreams: static, LoadBalancing: &tt.lb}
+			if err := tt.m.pol().checkAgainstHandler(h); err != nil {
+				t.Fatal(err)
+			}
+			vars := map[string]any{}
+			r := request("/", vars)
+			defer cancelRequest(r)
+			first := tt.m.Select(static, r, nil)
+			_, recorded := vars[tt.m.pol().attemptVar]
+			if first == nil || recorded != tt.recorded {
+				t.Fatalf("first try %v, recorded in the request: %v, want %v", first, recorded, tt.recorded)
+			}
+			if !tt.recorded {
+				return
+			}
+			if again := tt.m.Select(static, r, nil); again == nil || again == first {
+				t.Errorf("retry went to %v after %v", again, first)
+			}
+		})
 	}
 }

@@ -14,11 +14,14 @@ func init() {
 
 // SmoothWRR is nginx's smooth weighted round robin: over weights 5, 3, 2 it
 // sends a b c a a b a c b a, spreading each upstream's share evenly instead
-// of in bursts. With static upstreams and unchanged health a pick is O(1).
+// of in bursts. With static upstreams a pick is O(1); after a change of
+// health, O(n) for at most about two periods while the policy learns nginx's
+// schedule over the upstreams left, then O(1) again.
 //
 // Caddyfile:
 //
 //	lb_policy smooth_wrr [<weight>...] {
+//		name         <name>
 //		weight       <address> <weight>
 //		backup       <address>...
 //		down         <address>...

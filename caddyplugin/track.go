@@ -13,7 +13,7 @@ import (
 
 // What a policy remembers of a request lives in the request's variables
 // (Caddy keeps one map per request, shared by all its tries) under the
-// policy's attemptVar:
+// policy's attemptVar, when the reverse proxy may retry (policy.retries):
 //   - nothing: Select has not seen this request, so this is its first try;
 //   - a *reverseproxy.Upstream: the first try of a policy that does not track
 //     attempts went there (stored as is, so that the common case allocates
@@ -91,7 +91,7 @@ func retrying(prev any) []string {
 func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, u *reverseproxy.Upstream, tried []string) {
 	if !p.track {
 		if vars == nil {
-			return // outside Caddy's HTTP server: nowhere to remember
+			return // no retries, or outside Caddy's HTTP server: nothing to remember
 		}
 		if tried == nil {
 			vars[p.attemptVar] = u

@@ -34,6 +34,7 @@ const defaultHashKey = "{http.request.uri}"
 // Caddyfile:
 //
 //	lb_policy url_hash [<weight>...] {
+//		name         <name>
 //		key          <placeholders>
 //		mode         ketama|maglev|bounded|modulo
 //		load_factor  <c>

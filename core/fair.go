@@ -235,15 +235,11 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	return sc*fairTie < sm
 }
 
-// fairScore is m's expected cost: latency estimate times (in flight +
-// weight) / weight, divided by the fraction of its weight a slow start
-// gives it now.
-func fairScore(r *request, m *member) float64 {
-	return fairCost(m, milliWeightNow(r, m))
-}
-
-// fairCost is fairScore at (slow-start) weight milli, in thousandths:
-// estimate * (in flight + weight) / milli * 1000.
+// fairCost is m's score, its expected latency for one more request, at
+// (slow-start) weight milli, in thousandths: estimate * (weight + in flight
+// * wait) / weight, divided by the fraction of its weight milli is. An
+// unmeasured member scores 0 while idle and +Inf while its first requests
+// are out.
 func fairCost(m *member, milli int64) float64 {
 	e := math.Float64frombits(m.state.ewma.Load())
 	in := m.state.inflight.Load()

@@ -106,11 +106,11 @@ func TestFairUnmeasuredTried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := fairScore(&request{b: nb}, nb.members[2]); s != 0 {
+	if s := fairCost(nb.members[2], 1000); s != 0 {
 		t.Fatalf("unmeasured idle score %v", s)
 	}
 	nb.Start(2)
-	if s := fairScore(&request{b: nb}, nb.members[2]); !math.IsInf(s, 1) {
+	if s := fairCost(nb.members[2], 1000); !math.IsInf(s, 1) {
 		t.Fatalf("unmeasured busy score %v", s)
 	}
 	nb.Done(2, 10*time.Millisecond, false)

@@ -77,18 +77,6 @@ func upPositions(g *group) []int32 {
 	return up
 }
 
-// anyEligible reports whether some member of g may be picked now. Strategies
-// that probe a schedule call it after a run of misses, so that a pick with no
-// eligible member ends after O(n) checks instead of a whole period.
-func anyEligible(g *group, r *request) bool {
-	for _, m := range g.members {
-		if usable(r, m) {
-			return true
-		}
-	}
-	return false
-}
-
 // cursor hands out the positions 0..size-1 of a cyclic schedule in order, one
 // per take, to any number of goroutines at once: one atomic add, no lock.
 //

@@ -273,7 +273,9 @@ func TestFairAvoidsSlowBackend(t *testing.T) {
 		if slow && u.LatencyMS < 150 || !slow && (u.LatencyMS <= 0 || u.LatencyMS >= 150) {
 			t.Errorf("%s: latency average %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.LatencyMS)
 		}
-		// fair's own estimate is a peak EWMA: at least b's 150 ms.
+		// fair's estimate of b averages b's own answers, each of at least
+		// 150 ms (b, second in the pool, is the first the probe rule
+		// tries, so no peer's estimate serves as its prior).
 		if slow && u.EstimateMS < 150 || !slow && (u.EstimateMS <= 0 || u.EstimateMS >= 150) {
 			t.Errorf("%s: fair's latency estimate %.1f ms; b takes 150 ms, a and c answer at once", u.Address, u.EstimateMS)
 		}

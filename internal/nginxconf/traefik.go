@@ -2,6 +2,7 @@ package nginxconf
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func (t *traefikWriter) static(sites []*Site) {
 			seen[ln.Port] = true
 			addr := ":" + ln.Port
 			if ln.Host != "" {
-				addr = joinHostPort(ln.Host, ln.Port)
+				addr = net.JoinHostPort(ln.Host, ln.Port)
 			}
 			fmt.Fprintf(b, "#     %s:\n#       address: %q\n", entryPoint(ln), addr)
 			if len(s.RealIP.From) > 0 {
@@ -83,13 +84,6 @@ func (t *traefikWriter) static(sites []*Site) {
 		}
 	}
 	b.WriteString("\n")
-}
-
-func joinHostPort(host, port string) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + port
-	}
-	return host + ":" + port
 }
 
 func quotedList(xs []string) string {
