@@ -142,11 +142,13 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	return p, nil
 }
 
-// closeOnDone releases idle connections once the middleware is replaced,
+// closeOnDone gives up the middleware's hold on its name's state (see
+// release) and releases idle connections once the middleware is replaced,
 // after the health checkers have stopped (a check finishing later would
 // return its connection to the pool).
 func (p *Plugin) closeOnDone(ctx context.Context) {
 	<-ctx.Done()
+	release(p.sh)
 	p.checks.Wait()
 	p.tr.CloseIdleConnections()
 }
