@@ -102,7 +102,9 @@ type Config struct {
 	// TrustedIPs are addresses or CIDR ranges of proxies in front of
 	// Traefik. Only when the connection comes from one of them is the client
 	// IP taken from X-Forwarded-For (the rightmost untrusted address; a hop
-	// written with a port counts as its address). Traefik's entry point
+	// written with a port counts as its address, and every address is
+	// written as nginx writes $remote_addr, however the header spells it:
+	// 2001:db8::1, ::ffff:192.0.2.1). Traefik's entry point
 	// deletes X-Forwarded-For from peers it does not trust before any
 	// middleware runs, so the same proxies must also be in the entry point's
 	// forwardedHeaders.trustedIPs. IPv4-mapped ranges (::ffff:10.0.0.0/104)
