@@ -167,39 +167,48 @@ func TestFairAvoidsFastFailures(t *testing.T) {
 	}
 }
 
-// A failing status counts toward maxFails under a strategy that does not
-// track requests when failStatus names it (smooth_wrr's untracked path), and
-// does not by default, as nginx without proxy_next_upstream http_500.
-func TestFailStatusUntracked(t *testing.T) {
-	for _, c := range []struct {
-		list  []string
-		fails int64
-	}{{nil, 0}, {[]string{"500"}, 1}, {[]string{"502-504"}, 0}} {
-		var mu sync.Mutex
-		var hits [2]int64
-		bad := statusBackend(t, http.StatusInternalServerError, 0, &hits[0], &mu)
-		good := statusBackend(t, http.StatusOK, 0, &hits[1], &mu)
-		cfg := withServers(CreateConfig(), bad, good)
-		cfg.FailStatus = c.list
-		cfg.MaxFails = 3
-		p := newPlugin(t, cfg)
-		forget(t.Name())
-		front := httptest.NewServer(p)
-		res, err := front.Client().Get(front.URL + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		front.Close()
-		if res.StatusCode != http.StatusInternalServerError || string(body) != "status 500" {
-			t.Errorf("failStatus %q: answer %d %q, want the server's 500", c.list, res.StatusCode, body)
-		}
-		if got := p.bal.Load().(*balancer).Fails(0); got != c.fails {
-			t.Errorf("failStatus %q: %d failures after a 500, want %d", c.list, got, c.fails)
-		}
-		if hits != [2]int64{1, 0} {
-			t.Errorf("failStatus %q: servers saw %v, want one request, unretried", c.list, hits)
+// A failing status counts toward maxFails when failStatus names it, on
+// smooth_wrr's untracked path and least_conn's counted one, and does not
+// by default, as nginx without proxy_next_upstream http_500. The 500 goes
+// to the client, unretried.
+func TestFailStatusCountsTowardMaxFails(t *testing.T) {
+	for _, strategy := range []string{core.SmoothWRR, core.LeastConn} {
+		for _, c := range []struct {
+			list  []string
+			fails int64
+		}{{nil, 0}, {[]string{"500"}, 1}, {[]string{"502-504"}, 0}} {
+			var mu sync.Mutex
+			var hits [2]int64
+			bad := statusBackend(t, http.StatusInternalServerError, 0, &hits[0], &mu)
+			good := statusBackend(t, http.StatusOK, 0, &hits[1], &mu)
+			cfg := withServers(CreateConfig(), bad, good)
+			cfg.Strategy = strategy
+			cfg.FailStatus = c.list
+			cfg.MaxFails = 3
+			p := newPlugin(t, cfg)
+			forget(t.Name())
+			front := httptest.NewServer(p)
+			res, err := front.Client().Get(front.URL + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			front.Close()
+			name := fmt.Sprintf("%s, failStatus %q", strategy, c.list)
+			if res.StatusCode != http.StatusInternalServerError || string(body) != "status 500" {
+				t.Errorf("%s: answer %d %q, want the server's 500", name, res.StatusCode, body)
+			}
+			b := p.bal.Load().(*balancer)
+			if got := b.Fails(0); got != c.fails {
+				t.Errorf("%s: %d failures after a 500, want %d", name, got, c.fails)
+			}
+			if hits != [2]int64{1, 0} {
+				t.Errorf("%s: servers saw %v, want one request, unretried", name, hits)
+			}
+			if n := b.InFlight(0); n != 0 {
+				t.Errorf("%s: %d requests in flight after the answer", name, n)
+			}
 		}
 	}
 }
