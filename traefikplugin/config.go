@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,18 @@ type Config struct {
 	// SlowStart ramps a backend added to the balancer up over this duration.
 	SlowStart string
 
+	// FailStatus are the statuses of an answer that count as the server's
+	// failure, as a transport error does: toward maxFails, and for fair as
+	// a failure rather than a fast answer. Each entry is a status (503), a
+	// class (5xx) or a range (500-504), in a list or comma-separated.
+	// Default: 5xx for fair, which would otherwise send most requests to a
+	// server that fails fast; none for the other strategies, as nginx,
+	// which counts an answer as a failure only for the http_ conditions of
+	// proxy_next_upstream (its default is "error timeout"). Outside fair it
+	// needs maxFails. The answer still goes to the client: a request the
+	// server answered is not retried.
+	FailStatus []string
+
 	// Retries is how many other backends a failed request may move on to,
 	// with nginx's proxy_next_upstream rules (connection errors and
 	// timeouts; POST, PATCH and LOCK only when the request was not sent).
@@ -89,7 +102,9 @@ type Config struct {
 	// TrustedIPs are addresses or CIDR ranges of proxies in front of
 	// Traefik. Only when the connection comes from one of them is the client
 	// IP taken from X-Forwarded-For (the rightmost untrusted address; a hop
-	// written with a port counts as its address). Traefik's entry point
+	// written with a port counts as its address, and every address is
+	// written as nginx writes $remote_addr, however the header spells it:
+	// 2001:db8::1, ::ffff:192.0.2.1). Traefik's entry point
 	// deletes X-Forwarded-For from peers it does not trust before any
 	// middleware runs, so the same proxies must also be in the entry point's
 	// forwardedHeaders.trustedIPs. IPv4-mapped ranges (::ffff:10.0.0.0/104)
@@ -176,6 +191,9 @@ type settings struct {
 	healthTimeout   time.Duration
 	passHost        bool
 	trusted         []netip.Prefix
+	// failStatus[code] is true for an answer's status that counts as the
+	// server's failure; nil when none does.
+	failStatus []bool
 }
 
 // parse validates c; errors name the field and the value.
@@ -275,6 +293,9 @@ func parse(c *Config) (*settings, error) {
 		}
 		s.trusted = append(s.trusted, p)
 	}
+	if s.failStatus, err = parseFailStatus(c.FailStatus, strategy, c.MaxFails); err != nil {
+		return nil, err
+	}
 	s.balancer = core.Config{
 		Strategy:   strategy,
 		Backends:   backends,
@@ -285,6 +306,61 @@ func parse(c *Config) (*settings, error) {
 		DecayTime:  decay,
 	}
 	return s, nil
+}
+
+// parseFailStatus reads failStatus into a table by status code (the
+// statuses a response can carry, 0 to 999), nil when no status fails: fair's
+// default is 5xx, the other strategies' none.
+func parseFailStatus(list []string, strategy string, maxFails int) ([]bool, error) {
+	if len(list) == 0 && strategy == core.Fair {
+		list = []string{"5xx"}
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	if strategy != core.Fair && maxFails == 0 {
+		return nil, fmt.Errorf("failStatus %q: has no effect with maxFails 0 (only fair follows failures without maxFails)", strings.Join(list, ","))
+	}
+	table := make([]bool, 1000)
+	var los, his []int
+	for i, v := range list {
+		lo, hi, ok := statusRange(strings.TrimSpace(v))
+		if !ok {
+			return nil, fmt.Errorf("failStatus[%d] %q: want a status from 100 to 599, a class from 1xx to 5xx, or a range such as 500-504", i, v)
+		}
+		for j := range los {
+			if lo <= his[j] && los[j] <= hi {
+				return nil, fmt.Errorf("failStatus[%d] %q: overlaps failStatus[%d] %q", i, v, j, list[j])
+			}
+		}
+		los = append(los, lo)
+		his = append(his, hi)
+		for code := lo; code <= hi; code++ {
+			table[code] = true
+		}
+	}
+	return table, nil
+}
+
+// statusRange reads one failStatus entry: "503", "5xx" or "500-504".
+func statusRange(v string) (int, int, bool) {
+	if len(v) == 3 && (v[1] == 'x' || v[1] == 'X') && (v[2] == 'x' || v[2] == 'X') && v[0] >= '1' && v[0] <= '5' {
+		lo := int(v[0]-'0') * 100
+		return lo, lo + 99, true
+	}
+	first, last, isRange := strings.Cut(v, "-")
+	if !isRange {
+		last = first
+	}
+	lo, err := strconv.Atoi(first)
+	if err != nil || len(first) != 3 {
+		return 0, 0, false
+	}
+	hi, err := strconv.Atoi(last)
+	if err != nil || len(last) != 3 || lo < 100 || hi > 599 || lo > hi {
+		return 0, 0, false
+	}
+	return lo, hi, true
 }
 
 // duration parses a duration field; "" is zero unless required.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"strings"
 	"sync"
@@ -194,6 +195,11 @@ func TestClientIP(t *testing.T) {
 		{trusting, "172.16.0.5:80", "198.51.100.2", "198.51.100.2"},
 		{trusting, "172.32.0.5:80", "198.51.100.2", "172.32.0.5"},
 		{trusting, "[::ffff:172.16.9.9]:80", "198.51.100.3", "198.51.100.3"},
+		// A hop in nginx's form, whatever its text (see TestNginxAddr).
+		{trusting, "192.0.2.1:80", "2001:0DB9:0000:0000:0000:0000:0000:0001", "2001:db9::1"},
+		{trusting, "192.0.2.1:80", "[2001:db9:0::0:1]:4711", "2001:db9::1"},
+		{trusting, "192.0.2.1:80", "::FFFF:c633:6407", "::ffff:198.51.100.7"},
+		{trusting, "192.0.2.1:80", "fe80::1%eth0", "192.0.2.1"}, // nginx refuses a zone too
 	} {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = c.remote
@@ -202,6 +208,36 @@ func TestClientIP(t *testing.T) {
 		}
 		if got := clientIP(c.p.s, req); got != c.want {
 			t.Errorf("remote %s xff %q: %q, want %q", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+// TestNginxAddr: the client address in the form nginx writes
+// $remote_addr (ngx_inet6_ntop), from any text netip reads: each want is
+// what nginx 1.22 answered for $remote_addr with the input in
+// X-Forwarded-For from a trusted peer (real_ip_header X-Forwarded-For).
+func TestNginxAddr(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"192.0.2.1", "192.0.2.1"},
+		{"2001:db8::1", "2001:db8::1"},
+		{"2001:0DB8:0000:0000:0000:0000:0000:0001", "2001:db8::1"},
+		{"2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"},    // the first of two longest runs
+		{"2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"}, // one zero group stays
+		{"::ffff:192.0.2.1", "::ffff:192.0.2.1"},
+		{"::FFFF:C000:0201", "::ffff:192.0.2.1"},
+		{"::c000:201", "::192.0.2.1"}, // IPv4-compatible: nginx dots it, netip does not
+		{"::0.0.2.2", "::0.0.2.2"},
+		{"::201", "::201"}, // ...except when the last byte is 1
+		{"::1", "::1"},
+		{"::", "::"},
+		{"0:0:1:0:0:0:1:1", "0:0:1::1:1"}, // the longest run, not the first
+	} {
+		a, err := netip.ParseAddr(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nginxAddr(a); got != c.want {
+			t.Errorf("nginxAddr(%s) = %s, want %s", c.in, got, c.want)
 		}
 	}
 }

@@ -92,16 +92,57 @@ func forwardedIP(s *settings, r *http.Request, ip string) string {
 
 // hopAddr reads one X-Forwarded-For hop: an address, or an address with a
 // port (203.0.113.9:4711, [2001:db8::1]:4711), which some proxies write; it
-// returns the address's text.
+// returns the address as nginx writes $remote_addr (see nginxAddr), since
+// the text is what url_hash's clientip key hashes. Dotted IPv4 that netip
+// reads (no leading zeros) is that form already. A hop with a zone
+// (fe80::1%eth0) is malformed, as nginx's realip module finds it.
 func hopAddr(hop string) (string, bool) {
-	if _, err := netip.ParseAddr(hop); err == nil {
+	a, err := netip.ParseAddr(hop)
+	if err == nil && a.Is4() {
 		return hop, true
 	}
-	ap, err := netip.ParseAddrPort(hop)
 	if err != nil {
+		ap, err := netip.ParseAddrPort(hop)
+		if err != nil {
+			return "", false
+		}
+		a = ap.Addr()
+	}
+	if a.Zone() != "" {
 		return "", false
 	}
-	return ap.Addr().String(), true
+	return nginxAddr(a), true
+}
+
+// nginxAddr writes a as nginx writes a client address, $remote_addr
+// (ngx_sock_ntop), which "hash $remote_addr" hashes: IPv4 dotted; IPv6 in
+// RFC 5952's form (lower case, no leading zeros, the first longest run of
+// two or more zero groups as "::"), as netip writes it, with an IPv4-mapped
+// address's last 32 bits dotted (::ffff:192.0.2.1); and, as nginx does and
+// netip does not, with the last 32 bits of an IPv4-compatible address
+// dotted too (::192.0.2.1). Read back, the text gives ip_hash the
+// address's 16 bytes, as nginx hashes them. a has no zone.
+func nginxAddr(a netip.Addr) string {
+	if b := a.As16(); a.Is6() && ipv4Compatible(b) {
+		return "::" + netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}).String()
+	}
+	return a.String()
+}
+
+// ipv4Compatible reports whether nginx's ngx_inet6_ntop writes address b
+// as "::" and a dotted IPv4 address: its first six groups are zero and the
+// seventh is not, or the first seven are and the last two bytes are
+// neither 0 nor 1 respectively (::1 stays ::1).
+func ipv4Compatible(b [16]byte) bool {
+	for k := 0; k < 12; k++ {
+		if b[k] != 0 {
+			return false
+		}
+	}
+	if b[12] != 0 || b[13] != 0 {
+		return true
+	}
+	return b[14] != 0 && b[15] != 1
 }
 
 // trusts reports whether address addr is one of the trusted proxies.

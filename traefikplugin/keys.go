@@ -12,7 +12,7 @@ import (
 // structs' fields).
 var (
 	configKeys = []string{"strategy", "servers", "hashKey", "hashMode", "loadFactor", "stagger",
-		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "retries", "maxRetryBody",
+		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
 		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "trustedIPs"}
 	serverKeys = []string{"url", "weight", "backup", "down", "maxConns"}
 	healthKeys = []string{"path", "interval", "timeout"}

@@ -95,6 +95,7 @@ type attempt struct {
 	i     int           // the server of the current try
 	start time.Time     // when the current try began (timed only)
 	err   error         // the transport error of the last try, if any
+	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
 }
 
@@ -141,11 +142,13 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	return p, nil
 }
 
-// closeOnDone releases idle connections once the middleware is replaced,
+// closeOnDone gives up the middleware's hold on its name's state (see
+// release) and releases idle connections once the middleware is replaced,
 // after the health checkers have stopped (a check finishing later would
 // return its connection to the pool).
 func (p *Plugin) closeOnDone(ctx context.Context) {
 	<-ctx.Done()
+	release(p.sh)
 	p.checks.Wait()
 	p.tr.CloseIdleConnections()
 }
@@ -187,6 +190,9 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp.Transport = p.tr
 	rp.BufferPool = p.buffers
 	rp.ErrorHandler = proxyError(p, i)
+	if p.s.failStatus != nil {
+		rp.ModifyResponse = statusCheck(p)
+	}
 	if !p.s.passHost {
 		direct := rp.Director
 		rp.Director = func(r *http.Request) {
@@ -331,6 +337,7 @@ func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key s
 func end(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
 	a := &attempt{p: p, b: b, req: r, key: key, i: i}
 	a.err = failure(p, w)
+	a.bad = a.err == nil && failedStatus(p, r)
 	if !settle(w, a) {
 		retry(w, a, nil)
 	}
@@ -353,6 +360,7 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	p.proxies[a.i].ServeHTTP(w, a.req)
 	if p.pending.Load() != 0 { // failure's first test: its call costs ten times more
 		a.err = failure(p, w) // before the deferred finish reads it
+		a.bad = a.err == nil && failedStatus(p, a.req)
 	}
 	return a.err == nil
 }
@@ -362,6 +370,7 @@ func try(w http.ResponseWriter, a *attempt) bool {
 func tryUntracked(w http.ResponseWriter, a *attempt) bool {
 	a.p.proxies[a.i].ServeHTTP(w, a.req)
 	a.err = failure(a.p, w)
+	a.bad = a.err == nil && failedStatus(a.p, a.req)
 	return settle(w, a)
 }
 
@@ -371,10 +380,10 @@ func tryUntracked(w http.ResponseWriter, a *attempt) bool {
 // does after a probe).
 func settle(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
-	if a.err == nil && (!p.failures || !p.bal.Load().(*balancer).failed || a.b.fails(a.i) == 0) {
+	if a.err == nil && !a.bad && (!p.failures || !p.bal.Load().(*balancer).failed || a.b.fails(a.i) == 0) {
 		return true
 	}
-	if a.err == nil && writerKey(w) == nil {
+	if a.err == nil && !a.bad && writerKey(w) == nil {
 		// The error handler could not hand this try's error back, if it
 		// had one, and then settled it itself: report nothing.
 		return true
@@ -388,7 +397,7 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 // success with no latency to report, here; the others in ended (the
 // interpreter gives a call room for every value of its function).
 func finish(a *attempt) {
-	if a.err == nil && !a.p.timed {
+	if a.err == nil && !a.bad && !a.p.timed {
 		core.Done(a.b.Balancer, a.i, 0, false)
 		return
 	}
@@ -396,13 +405,14 @@ func finish(a *attempt) {
 }
 
 // ended is finish for a try that failed or whose latency counts. A request
-// the client gave up on says nothing about the server.
+// the client gave up on says nothing about the server, unless the server
+// answered it with a failStatus status.
 func ended(a *attempt) {
 	var took time.Duration
 	if a.p.timed {
 		took = time.Since(a.start)
 	}
-	failed := a.err != nil && a.req.Context().Err() == nil
+	failed := a.bad || a.err != nil && a.req.Context().Err() == nil
 	if failed && a.p.failures && !a.b.failed {
 		a.p.markFailed()
 	}

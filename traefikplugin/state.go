@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -21,14 +22,31 @@ type shared struct {
 	bal      atomic.Value // *balancer
 	mu       sync.Mutex   // serialises replacements of bal (health changes, markFailed)
 	unhealth []bool       // by server, under mu: failed the active health check
+	use      *nameUse     // the name's use, shared by every state the name has had
+}
+
+// nameUse counts the middlewares built for a name whose ctx has not ended,
+// under keptMu.
+type nameUse struct {
+	live int
+	idle time.Time // when live last fell to 0
 }
 
 // The newest shared state of each middleware name. One entry per name: a
 // reload replaces it, and a balancer holds only the servers it has, so
-// state of removed servers goes with the balancer that had them.
+// state of removed servers goes with the balancer that had them. A name
+// none of whose middlewares is in use any more (each one's ctx has ended)
+// and which no New has asked for within idleGrace is dropped (see sweep),
+// so that the registry holds the names of the configuration, not every
+// name ever configured.
 var (
 	keptMu sync.Mutex
 	kept   = map[string]*shared{}
+	// idleGrace is how long the state of a name outlives its last
+	// middleware. Traefik cancels the previous configuration's ctx before
+	// it builds the next one, so every reload leaves each name unused for
+	// a moment: the state must wait for the New that follows.
+	idleGrace = 30 * time.Second
 )
 
 // keep returns the shared state the middleware called name runs on with
@@ -47,11 +65,16 @@ func keep(name string, s *settings) (*shared, error) {
 	full := fmt.Sprintf("%s|%v|%s", opts, s.balancer.Backends, s.healthPath)
 	keptMu.Lock()
 	defer keptMu.Unlock()
+	sweep(time.Now())
 	old := kept[name]
 	if old != nil && old.full == full {
+		old.use.live++
 		return old, nil
 	}
-	sh := &shared{opts: opts, full: full, unhealth: make([]bool, len(s.targets))}
+	sh := &shared{opts: opts, full: full, unhealth: make([]bool, len(s.targets)), use: &nameUse{}}
+	if old != nil {
+		sh.use = old.use
+	}
 	for _, be := range s.balancer.Backends {
 		sh.addrs = append(sh.addrs, be.Address)
 	}
@@ -77,7 +100,42 @@ func keep(name string, s *settings) (*shared, error) {
 	}
 	sh.bal.Store(bind(b, failed))
 	kept[name] = sh
+	sh.use.live++
 	return sh, nil
+}
+
+// release records that a middleware built on sh has ended (its ctx is
+// done), and drops the name's state idleGrace later if no New asked for it
+// meanwhile.
+func release(sh *shared) {
+	keptMu.Lock()
+	defer keptMu.Unlock()
+	sh.use.live--
+	if sh.use.live == 0 {
+		sh.use.idle = time.Now()
+		time.AfterFunc(idleGrace, sweepKept)
+	}
+}
+
+// sweepKept is sweep under keptMu.
+func sweepKept() {
+	keptMu.Lock()
+	sweep(time.Now())
+	keptMu.Unlock()
+}
+
+// sweep drops the state of every name unused for idleGrace. Called with
+// keptMu held.
+func sweep(now time.Time) {
+	var gone []string
+	for name, sh := range kept {
+		if sh.use.live == 0 && !sh.use.idle.IsZero() && now.Sub(sh.use.idle) >= idleGrace {
+			gone = append(gone, name)
+		}
+	}
+	for _, name := range gone {
+		delete(kept, name)
+	}
 }
 
 // inherit takes over old's unhealthy marks for the servers sh has too,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -141,5 +142,48 @@ func TestReloadKeepsHealth(t *testing.T) {
 	p3, _ := reload(t, cancel, weighted(1, 1, 1), t.Name())
 	if w := p3.bal.Load().(*balancer).EffectiveWeight(0); w != 1 {
 		t.Errorf("health checks off: effective weight %d, want 1", w)
+	}
+}
+
+// TestRegistryDropsUnusedNames: a name's state stays while any middleware
+// built for it is in use, and goes idleGrace after the last one ended
+// unless a New asked for it meanwhile.
+func TestRegistryDropsUnusedNames(t *testing.T) {
+	keptMu.Lock()
+	saved := idleGrace
+	idleGrace = 100 * time.Millisecond
+	keptMu.Unlock()
+	defer func() {
+		keptMu.Lock()
+		idleGrace = saved
+		keptMu.Unlock()
+	}()
+	held := func(name string) bool {
+		keptMu.Lock()
+		defer keptMu.Unlock()
+		return kept[name] != nil
+	}
+	name := t.Name()
+	_, cancel1 := reload(t, nil, weighted(5, 3, 2), name)
+	_, cancel2 := reload(t, nil, weighted(5, 3, 2), name) // a second router using it
+	cancel1()
+	time.Sleep(250 * time.Millisecond)
+	if !held(name) {
+		t.Fatal("dropped while one of its middlewares is in use")
+	}
+	cancel2()
+	time.Sleep(30 * time.Millisecond)
+	_, cancel3 := reload(t, nil, weighted(5, 3, 2), name) // New within the grace time
+	time.Sleep(250 * time.Millisecond)
+	if !held(name) {
+		t.Fatal("dropped although a New came within the grace time")
+	}
+	cancel3()
+	deadline := time.Now().Add(5 * time.Second)
+	for held(name) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if held(name) {
+		t.Error("still held after its last middleware ended and the grace time passed")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -287,19 +286,9 @@ var unreserved = regexp.MustCompile(`^[A-Za-z0-9._~-]*$`)
 // comparable reports whether the plugin's key for r is nginx's. The
 // converter warns where it is not: query:NAME hashes the decoded value of
 // the argument named exactly NAME, so only requests whose argument is
-// written plainly, its name in the same case, can be compared; clientip
-// hashes the forwarded address as written, so only addresses in their
-// normal form can.
+// written plainly, its name in the same case, can be compared.
 func comparable(rt *traefikRoute, r corpus.Request) bool {
 	key, _ := rt.settings["hashKey"].(string)
-	if key == "clientip" {
-		for _, h := range r.Header {
-			if a, err := netip.ParseAddr(h[1]); h[0] == "X-Forwarded-For" && (err != nil || a.String() != h[1]) {
-				return false
-			}
-		}
-		return true
-	}
 	name, ok := strings.CutPrefix(key, "query:")
 	if !ok {
 		return true
@@ -333,7 +322,6 @@ func TestConvertTraefik(t *testing.T) {
 			skip: map[string]string{"/composite/": "hash: $http_x_tenant_id/$arg_item: the plugin hashes one of"},
 			warned: []string{
 				"hash: $arg_item: the plugin hashes the decoded argument",
-				"hash: $remote_addr: the plugin hashes the client address as X-Forwarded-For writes it",
 			},
 		},
 	}

@@ -421,8 +421,6 @@ func TestWarnings(t *testing.T) {
 			[]string{"nginx.conf:3: hash: $uri$cookie_a: the plugin hashes one of"}},
 		{"raw argument in Traefik", "http {\nupstream u {\n hash $arg_k;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
 			nil, []string{"nginx.conf:3: hash: $arg_k: the plugin hashes the decoded argument"}},
-		{"client address as written in Traefik", "http {\nupstream u {\n hash $remote_addr;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
-			nil, []string{"nginx.conf:3: hash: $remote_addr: the plugin hashes the client address as X-Forwarded-For writes it"}},
 		{"per-server failures in Traefik, NGINX Plus parameters", "http {\nupstream u {\n least_time header;\n server 10.0.0.1:80 resolve;\n server 10.0.0.2:80 max_fails=3;\n}\n" +
 			"server { location / { proxy_pass http://u; proxy_next_upstream error http_503; } }\n}\n",
 			[]string{"nginx.conf:3: least_time: NGINX Plus", "nginx.conf:4: server: resolve: not converted (NGINX Plus)"},
@@ -451,6 +449,23 @@ func TestWarnings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraefikClientAddr: hash $remote_addr becomes the plugin's clientip
+// key without a warning: the plugin writes the client address as nginx
+// writes $remote_addr, whatever the spelling in X-Forwarded-For.
+func TestTraefikClientAddr(t *testing.T) {
+	cfg, err := load(t, site("upstream u {\n hash $remote_addr;\n server 10.0.0.1:80;\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warnings := cfg.Traefik()
+	if !strings.Contains(string(out), "hashKey: clientip\n") {
+		t.Errorf("no hashKey clientip in:\n%s", out)
+	}
+	if w := warningsText(warnings); strings.Contains(w, "remote_addr") {
+		t.Errorf("a warning about $remote_addr, which the plugin hashes as nginx does:\n%s", w)
 	}
 }
 

@@ -182,8 +182,7 @@ func traefikKey(k Key, warn func(format string, args ...any)) (string, bool) {
 		warn("$%s: the plugin hashes Go's decoded path, not normalized as nginx's (// and . or .. segments hash differently)", v)
 		return "path", true
 	case v == "remote_addr":
-		warn("$remote_addr: the plugin hashes the client address as X-Forwarded-For writes it, nginx its normal form: an IPv6 address written out in full or in capitals maps to another server")
-		return "clientip", true
+		return "clientip", true // the plugin writes the address as nginx does
 	case strings.HasPrefix(v, "http_"):
 		return "header:" + headerName(strings.TrimPrefix(v, "http_")), true
 	case strings.HasPrefix(v, "cookie_"):

@@ -1,0 +1,62 @@
+package traefikplugin
+
+import (
+	"context"
+	"net/http"
+)
+
+// statusCheck is the reverse proxies' ModifyResponse when some statuses
+// count as the server's failure (failStatus): an answer with one of them
+// is marked for its request, which ServeHTTP takes after the proxy returns
+// (failedStatus), as it takes a transport error; the answer itself goes to
+// the client unchanged. An answer with any other status costs one look at
+// the table.
+func statusCheck(p *Plugin) func(*http.Response) error {
+	fail := p.s.failStatus
+	return func(res *http.Response) error {
+		if c := res.StatusCode; c >= 0 && c < len(fail) && fail[c] {
+			markStatus(p, res.Request.Context())
+		}
+		return nil
+	}
+}
+
+// markStatus marks the request whose context is ctx as answered with a
+// failing status. The mark is keyed by the context's Done channel: the
+// reverse proxy hands ModifyResponse the incoming request's own context
+// whenever that can be cancelled (every request a server receives), and a
+// context Traefik derives from it shares the channel. A request without one
+// cannot be marked, and its answer counts as it did before failStatus. The
+// mark goes when the request ends, in case the proxy's copy of the body
+// broke off (a panic) before ServeHTTP could take it.
+func markStatus(p *Plugin, ctx context.Context) {
+	done := ctx.Done()
+	if done == nil {
+		return
+	}
+	p.errs.Store(done, true)
+	p.pending.Add(1)
+	context.AfterFunc(ctx, func() { dropStatus(p, done) })
+}
+
+// failedStatus takes the mark markStatus left for request r's try, and
+// reports whether there was one.
+func failedStatus(p *Plugin, r *http.Request) bool {
+	if p.pending.Load() == 0 {
+		return false
+	}
+	done := r.Context().Done()
+	if done == nil {
+		return false
+	}
+	return dropStatus(p, done)
+}
+
+// dropStatus removes the mark keyed by done, reporting whether there was one.
+func dropStatus(p *Plugin, done <-chan struct{}) bool {
+	if _, ok := p.errs.LoadAndDelete(done); ok {
+		p.pending.Add(-1)
+		return true
+	}
+	return false
+}
