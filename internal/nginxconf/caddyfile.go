@@ -426,20 +426,33 @@ func failureOptions(u *Upstream) []string {
 	return out
 }
 
-// failStatus writes fail_status for the statuses proxy_next_upstream names:
-// nginx counts such an answer as the server's failure towards max_fails
-// (http_403 and http_404 never), so outside fair it matters only where
-// max_fails counts. fair counts 5xx already (lbpack's default, so that a
-// server failing fast does not look fastest) and needs telling of 429 only.
+// failStatus writes fail_status for the statuses proxy_next_upstream names
+// (see failCodes).
 func failStatus(policy string, u *Upstream, r Retry) []string {
-	if r.Off() {
+	conds, codes := failCodes(policy, u, r)
+	if len(codes) == 0 {
 		return nil
+	}
+	return []string{"# proxy_next_upstream " + strings.Join(conds, " ") + ": nginx counts these answers as failures",
+		"fail_status " + strings.Join(codes, " ")}
+}
+
+// failCodes returns the http_ conditions of proxy_next_upstream that make an
+// answer the server's failure, and the statuses lbpack's fail_status (Caddy)
+// or failStatus (Traefik) must list for them; none when nothing is to be
+// written. nginx counts such an answer as a failure towards max_fails
+// (http_403 and http_404 never), so outside fair they matter only where
+// max_fails counts. fair (policy "fair" in both hosts) counts 5xx already
+// (lbpack's default, so that a server failing fast does not look fastest)
+// and needs telling of 429 only.
+func failCodes(policy string, u *Upstream, r Retry) (conds, codes []string) {
+	if r.Off() {
+		return nil, nil
 	}
 	counted := policy == "fair"
 	for _, s := range u.Servers {
 		counted = counted || s.MaxFails > 0
 	}
-	var conds, codes []string
 	seen := map[string]bool{}
 	for _, c := range r.Conditions {
 		code, ok := strings.CutPrefix(c, "http_")
@@ -453,13 +466,12 @@ func failStatus(policy string, u *Upstream, r Retry) []string {
 		}
 	}
 	if !counted || len(codes) == 0 {
-		return nil
+		return nil, nil
 	}
 	if policy == "fair" {
 		codes = append([]string{"5xx"}, codes...)
 	}
-	return []string{"# proxy_next_upstream " + strings.Join(conds, " ") + ": nginx counts these answers as failures",
-		"fail_status " + strings.Join(codes, " ")}
+	return conds, codes
 }
 
 // retries writes proxy_next_upstream's meaning: lb_retries (each server once

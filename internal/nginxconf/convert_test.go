@@ -285,6 +285,46 @@ func TestCaddyFailStatus(t *testing.T) {
 	}
 }
 
+// TestTraefikFailStatus: the same statuses become the Traefik plugin's
+// failStatus, judged by the first server's max_fails (the plugin's one
+// setting).
+func TestTraefikFailStatus(t *testing.T) {
+	cases := []struct {
+		name, method, servers, next, want string
+	}{
+		{"the 5xx and 429 named, 403 and 404 left out", "", "server 10.0.0.1:80; server 10.0.0.2:80;",
+			"error timeout http_500 http_502 http_403 http_404 http_429 http_502", "failStatus: 500,502,429"},
+		{"nginx's default: error timeout", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "", ""},
+		{"no max_fails: nothing is counted", "", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_503", ""},
+		{"off", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "off", ""},
+		{"fair counts 5xx already", "least_time header;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_502 http_503", ""},
+		{"fair is told of 429", "least_time header;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_500 http_429", "failStatus: 5xx,429"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			next := ""
+			if c.next != "" {
+				next = "proxy_next_upstream " + c.next + ";"
+			}
+			conf := "http {\nupstream u { " + c.method + " " + c.servers + " }\nserver { listen 8080; location / { " + next + " proxy_pass http://u; } }\n}\n"
+			cfg, err := load(t, conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := cfg.Traefik()
+			var got []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "failStatus:") {
+					got = append(got, l)
+				}
+			}
+			if strings.Join(got, "\n") != c.want {
+				t.Errorf("proxy_next_upstream %s: got %q, want %q in:\n%s", c.next, got, c.want, out)
+			}
+		})
+	}
+}
+
 // unindent drops every line's leading tabs.
 func unindent(s string) string {
 	lines := strings.Split(s, "\n")
@@ -424,7 +464,7 @@ func TestWarnings(t *testing.T) {
 		{"per-server failures in Traefik, NGINX Plus parameters", "http {\nupstream u {\n least_time header;\n server 10.0.0.1:80 resolve;\n server 10.0.0.2:80 max_fails=3;\n}\n" +
 			"server { location / { proxy_pass http://u; proxy_next_upstream error http_503; } }\n}\n",
 			[]string{"nginx.conf:3: least_time: NGINX Plus", "nginx.conf:4: server: resolve: not converted (NGINX Plus)"},
-			[]string{"nginx.conf:5: server: 10.0.0.2:80: max_fails=3 fail_timeout=10s: the plugin has one setting", "nginx.conf:7: proxy_next_upstream: http_503: not converted"}},
+			[]string{"nginx.conf:5: server: 10.0.0.2:80: max_fails=3 fail_timeout=10s: the plugin has one setting", "nginx.conf:7: proxy_next_upstream: http_503: not retried"}},
 		{"a host name, realip in Traefik", "http {\nreal_ip_header X-Real-IP;\nset_real_ip_from 10.0.0.1;\nupstream u { server app.internal:8080; }\nserver { location / { proxy_pass http://u; } }\n}\n",
 			[]string{"nginx.conf:4: server: app.internal:8080 is a name"},
 			[]string{"nginx.conf:3: real_ip_header: X-Real-IP: the plugin reads the client address from X-Forwarded-For only"}},

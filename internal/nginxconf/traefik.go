@@ -218,7 +218,7 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 		}
 		kv("slowStart", ds[len(ds)-1])
 	}
-	t.retries(kv, p, u)
+	t.retries(kv, p, u, strategy)
 	if p.ConnectTimeout > 0 {
 		kv("connectTimeout", caddyDuration(p.ConnectTimeout))
 	}
@@ -267,8 +267,9 @@ func hasNoSlowStart(u *Upstream) bool {
 	return false
 }
 
-// retries writes proxy_next_upstream's meaning as the plugin's retries.
-func (t *traefikWriter) retries(kv func(string, any), p *Proxy, u *Upstream) {
+// retries writes proxy_next_upstream's meaning as the plugin's retries, and
+// the statuses it names as failStatus.
+func (t *traefikWriter) retries(kv func(string, any), p *Proxy, u *Upstream, strategy string) {
 	r := p.Retry
 	switch {
 	case r.Off():
@@ -278,6 +279,11 @@ func (t *traefikWriter) retries(kv func(string, any), p *Proxy, u *Upstream) {
 	default:
 		kv("retries", -1)
 	}
+	// The plugin's maxFails is the first server's (see middleware).
+	first := &Upstream{Servers: u.Servers[:1]}
+	if _, codes := failCodes(strategy, first, r); len(codes) > 0 {
+		kv("failStatus", strings.Join(codes, ","))
+	}
 	var other []string
 	for _, c := range r.Conditions {
 		if c != "error" && c != "timeout" && c != "off" {
@@ -286,7 +292,7 @@ func (t *traefikWriter) retries(kv func(string, any), p *Proxy, u *Upstream) {
 	}
 	sort.Strings(other)
 	if len(other) > 0 {
-		t.warn(r.Pos, "proxy_next_upstream", "%s: not converted: the plugin retries on connection errors and timeouts only", strings.Join(other, " "))
+		t.warn(r.Pos, "proxy_next_upstream", "%s: not retried: the plugin retries on connection errors and timeouts only (an answer with one of these statuses still counts as the server's failure where failStatus lists it)", strings.Join(other, " "))
 	}
 	if r.Timeout > 0 {
 		t.warn(r.Pos, "proxy_next_upstream_timeout", "not converted: the plugin bounds each try by connectTimeout and responseTimeout")
