@@ -1,0 +1,152 @@
+package faults
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"github.com/lbpack/lbpack/internal/faultsuite"
+
+	_ "github.com/lbpack/lbpack/caddyplugin"
+)
+
+// basePort is the first of the suite's ports (see the package comment).
+func basePort(t *testing.T) int {
+	if s := os.Getenv("LBPACK_FAULT_PORT"); s != "" {
+		p, err := strconv.Atoi(s)
+		if err != nil || p <= 0 || p > 65500 {
+			t.Fatalf("LBPACK_FAULT_PORT=%q: want a port number", s)
+		}
+		return p
+	}
+	return 33100
+}
+
+// The health settings every policy runs with: lb_retries alone, Caddy's
+// passive health checks, its active ones.
+var caddyHealth = []struct {
+	name, directives string
+	targets          faultsuite.Targets
+}{
+	{"lb_retries 2", "lb_retries 2", faultsuite.Targets{BackAgain: true}},
+	{"lb_retries 2, passive (fail_duration 1s)", "lb_retries 2\n\t\tfail_duration 1s\n\t\tmax_fails 1", faultsuite.Targets{BackAgain: true}},
+	{"lb_retries 2, active (health_interval 200ms)", "lb_retries 2\n\t\thealth_uri /health\n\t\thealth_interval 200ms\n\t\thealth_timeout 500ms", faultsuite.Targets{BackAgain: true, OutSoon: true}},
+}
+
+var caddyPolicies = []string{"smooth_wrr", "gcd_wrr", "weighted_least_conn", "nginx_ip_hash", "url_hash", "fair"}
+
+// spreadClients gives request n a client address of its own /24, which
+// Caddy takes from X-Forwarded-For (the proxy, 127.0.0.1, is trusted): the
+// load then comes from many clients, as nginx_ip_hash needs to spread it.
+func spreadClients(n int, h http.Header) {
+	h.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.7", n%200, (n/200)%250))
+}
+
+func TestCaddyFaults(t *testing.T) {
+	base := basePort(t)
+	var rows []faultsuite.Row
+	for _, policy := range caddyPolicies {
+		for _, h := range caddyHealth {
+			c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name, Targets: h.targets,
+				Header: spreadClients, InProcess: true}
+			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy, h.directives)))
+		}
+	}
+	// Slow start: the restarted upstream, back healthy, ramps up over 2 s.
+	for _, policy := range []string{"smooth_wrr", "weighted_least_conn", "fair"} {
+		h := caddyHealth[2]
+		c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name + ", slow_start 2s", Targets: h.targets,
+			Header: spreadClients, InProcess: true, SlowStart: true}
+		c.Targets.Ramp = true
+		rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy+" {\n\t\t\tslow_start {dead} 2s\n\t\t}", h.directives)))
+	}
+	faultsuite.WriteDocs(t, rows)
+}
+
+// caddyProxy runs Caddy in this process: the site on base+3, the admin
+// endpoint (for the policies' pick counts) on base+4.
+func caddyProxy(t *testing.T, base int, policy, directives string) faultsuite.Proxy {
+	return func(backends []string, dead int) (string, func() int64, func(), error) {
+		policy := strings.ReplaceAll(policy, "{dead}", backends[dead])
+		admin := fmt.Sprintf("127.0.0.1:%d", base+4)
+		cf := fmt.Sprintf(`{
+	admin %s
+	auto_https off
+	persist_config off
+	skip_install_trust
+	log {
+		output discard
+	}
+	servers {
+		trusted_proxies static 127.0.0.1/32
+		client_ip_headers X-Forwarded-For
+	}
+}
+http://127.0.0.1:%d {
+	reverse_proxy %s {
+		lb_policy %s
+		%s
+	}
+}
+`, admin, base+3, strings.Join(backends, " "), policy, directives)
+		cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("adapting the Caddyfile: %v\n%s", err, cf)
+		}
+		for _, w := range warnings {
+			t.Logf("Caddyfile: %s", w)
+		}
+		if err := caddy.Load(cfg, true); err != nil {
+			return "", nil, nil, fmt.Errorf("loading the config: %v\n%s", err, cf)
+		}
+		client := &http.Client{Timeout: 2 * time.Second}
+		tries := func() int64 { return picks(client, admin, backends[dead]) }
+		stop := func() {
+			client.CloseIdleConnections()
+			if err := caddy.Stop(); err != nil {
+				t.Errorf("stopping Caddy: %v", err)
+			}
+		}
+		return fmt.Sprintf("http://127.0.0.1:%d", base+3), tries, stop, nil
+	}
+}
+
+// picks reads the policies' picks of addr from GET /lbpack/state: every
+// try of a request is one Select, so one pick. -1 when the endpoint fails.
+func picks(c *http.Client, admin, addr string) int64 {
+	resp, err := c.Get("http://" + admin + "/lbpack/state")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Policies []struct {
+			Upstreams []struct {
+				Address string `json:"address"`
+				Picks   int64  `json:"picks"`
+			} `json:"upstreams"`
+		} `json:"policies"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return -1
+	}
+	var n int64
+	for _, p := range st.Policies {
+		for _, u := range p.Upstreams {
+			if u.Address == addr {
+				n += u.Picks
+			}
+		}
+	}
+	return n
+}
