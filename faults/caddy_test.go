@@ -45,20 +45,13 @@ var caddyHealth = []struct {
 
 var caddyPolicies = []string{"smooth_wrr", "gcd_wrr", "weighted_least_conn", "nginx_ip_hash", "url_hash", "fair"}
 
-// spreadClients gives request n a client address of its own /24, which
-// Caddy takes from X-Forwarded-For (the proxy, 127.0.0.1, is trusted): the
-// load then comes from many clients, as nginx_ip_hash needs to spread it.
-func spreadClients(n int, h http.Header) {
-	h.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.7", n%200, (n/200)%250))
-}
-
 func TestCaddyFaults(t *testing.T) {
 	base := basePort(t)
 	var rows []faultsuite.Row
 	for _, policy := range caddyPolicies {
 		for _, h := range caddyHealth {
 			c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name, Targets: h.targets,
-				Header: spreadClients, InProcess: true}
+				Header: faultsuite.SpreadClients, InProcess: true}
 			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy, h.directives)))
 		}
 	}
@@ -66,7 +59,7 @@ func TestCaddyFaults(t *testing.T) {
 	for _, policy := range []string{"smooth_wrr", "weighted_least_conn", "fair"} {
 		h := caddyHealth[2]
 		c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name + ", slow_start 2s", Targets: h.targets,
-			Header: spreadClients, InProcess: true, SlowStart: true}
+			Header: faultsuite.SpreadClients, InProcess: true, End: faultsuite.RestartAt + 3*time.Second}
 		c.Targets.Ramp = true
 		rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy+" {\n\t\t\tslow_start {dead} 2s\n\t\t}", h.directives)))
 	}

@@ -127,3 +127,10 @@ func (l Load) send(client *http.Client, epoch time.Time, n int, post bool, body 
 	q.Took = time.Since(start)
 	return q
 }
+
+// SpreadClients gives request n a client address of its own /24 in
+// X-Forwarded-For: with the proxy (127.0.0.1) trusted, the load comes from
+// many clients, as ip_hash needs to spread it.
+func SpreadClients(n int, h http.Header) {
+	h.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.7", n%200, (n/200)%250))
+}

@@ -9,14 +9,12 @@ import (
 	"time"
 )
 
-// The timeline of every case: the load runs for End, the third backend is
-// killed at KillAt and restarted at RestartAt. A slow-start case runs
-// SlowStartTail longer, to show the ramp.
+// The timeline of every case: the load runs for End (or the case's own
+// End), the third backend is killed at KillAt and restarted at RestartAt.
 const (
-	KillAt        = 1 * time.Second
-	RestartAt     = 2500 * time.Millisecond
-	End           = 4 * time.Second
-	SlowStartTail = 1500 * time.Millisecond
+	KillAt    = 1 * time.Second
+	RestartAt = 2500 * time.Millisecond
+	End       = 4 * time.Second
 )
 
 // DefaultLoad is the load of every case: 8 clients, each sending a request
@@ -29,8 +27,10 @@ type Case struct {
 	Host    string
 	Name    string
 	Targets Targets
-	// SlowStart runs the case longer, for the ramp after the restart.
-	SlowStart bool
+	// End, when set, is the case's own end of the load: later, for a
+	// slow start's ramp or a host that takes longer to try the backend
+	// again.
+	End time.Duration
 	// Header adds headers to request n (see Load.Header).
 	Header func(n int, h http.Header)
 	// InProcess: the proxy runs in the test's process, so its goroutines
@@ -89,8 +89,8 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	load := DefaultLoad
 	load.URL, load.Header = url, c.Header
 	end := End
-	if c.SlowStart {
-		end += SlowStartTail
+	if c.End > 0 {
+		end = c.End
 	}
 	// The scenario's clock starts now: the backends' epoch moves with it.
 	now := time.Now()
