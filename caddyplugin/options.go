@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -102,7 +104,7 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 			}
 			for {
 				addr := d.Val()
-				if err := core.CheckAddress(addr); err != nil {
+				if err := checkDial(addr); err != nil {
 					return d.Errf("lb_policy %s: %s %q: %v", policy, name, addr, err)
 				}
 				u := o.upstream(addr)
@@ -161,7 +163,7 @@ func (o *Options) validate() error {
 	}
 	for _, addr := range o.addresses() {
 		u := o.Upstreams[addr]
-		if err := core.CheckAddress(addr); err != nil {
+		if err := checkDial(addr); err != nil {
 			return fmt.Errorf("upstreams %q: %v", addr, err)
 		}
 		if u.Weight < 0 {
@@ -249,7 +251,7 @@ func addressArg(d *caddyfile.Dispenser, option string) (string, error) {
 		return "", d.Errf("%s: missing the upstream address", option)
 	}
 	addr := d.Val()
-	if err := core.CheckAddress(addr); err != nil {
+	if err := checkDial(addr); err != nil {
 		return "", d.Errf("%s %q: %v (want the upstream's dial address, host:port)", option, addr, err)
 	}
 	return addr, nil
@@ -273,4 +275,13 @@ func durationArg(d *caddyfile.Dispenser, option string) (caddy.Duration, error) 
 		return 0, d.Errf("%s %q: want a positive duration", option, d.Val())
 	}
 	return caddy.Duration(dur), noMoreArgs(d, option)
+}
+
+// checkDial checks an upstream's dial address: core's host:port check, and
+// no control characters (core accepts them; no host name or IP has one).
+func checkDial(addr string) error {
+	if i := strings.IndexFunc(addr, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("control character %q", addr[i])
+	}
+	return core.CheckAddress(addr)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
@@ -66,8 +67,12 @@ type policy struct {
 	available func(*reverseproxy.Upstream) bool
 	healthy   func(*reverseproxy.Upstream) bool
 	clock     func() int64
-	// attemptVar names the request variable holding this policy's attempt.
+	// attemptVar names the request variable holding what this policy
+	// remembers of the request (see attempt).
 	attemptVar string
+	// rounds lets a request that has tried every upstream start over: set
+	// when the reverse proxy has lb_try_duration.
+	rounds bool
 
 	logger *zap.Logger
 
@@ -78,7 +83,8 @@ type policy struct {
 	mu    sync.Mutex            // guards sets, stats and base (the slow path)
 	sets  map[string]*poolEntry // by the sorted set of dial addresses
 	stats map[string]*upstreamStats
-	base  *core.Balancer // the latest balancer; new sets derive from it
+	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
+	all   *core.Balancer // over every address of sets; new sets derive from it
 }
 
 // poolEntry is the balancer for one set of dial addresses.
@@ -185,6 +191,7 @@ func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
 	for i := len(mods) - 1; i >= 0 && h == nil; i-- {
 		h, _ = mods[i].(*reverseproxy.Handler)
 	}
+	p.rounds = h != nil && h.LoadBalancing != nil && h.LoadBalancing.TryDuration > 0
 	switch {
 	case h != nil && h.DynamicUpstreamsRaw != nil:
 		if len(p.opts.Weights) > 0 {
@@ -239,8 +246,11 @@ func (p *policy) cleanup() error {
 // pick is the shared Select: it returns the chosen upstream, or nil (Caddy
 // answers 503 or retries) when none is available or the pool cannot be
 // balanced. It never returns an upstream that Caddy says is unavailable at
-// the moment of the pick. See seen for how it avoids asking Caddy about
-// every upstream.
+// the moment of the pick, and a retry of a request never gets an upstream
+// the request has tried (see attempt): it gets the one nginx would pass the
+// request to, or nil once every upstream has been tried. (With
+// lb_try_duration, whose point is to wait for an upstream to come back, a
+// request that has tried them all starts a new round instead.)
 func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
@@ -253,30 +263,70 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	if e.err != nil {
 		return nil
 	}
-	if p.track {
-		p.endPrevious(r)
+	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	var tried []string
+	if prev := vars[p.attemptVar]; prev != nil {
+		tried = retrying(prev)
 	}
 	var key string
 	if p.key != nil {
 		key = p.key(r)
 	}
-	i := p.choose(s, key)
+	i := p.choose(s, key, untried(e, tried))
+	if i < 0 && tried != nil && p.rounds {
+		tried = nil
+		i = p.choose(s, key, nil)
+	}
 	if i < 0 {
 		return nil
 	}
-	if p.track {
-		p.startAttempt(e, i, r)
-	}
-	return s.ups[i]
+	u := s.ups[i]
+	p.remember(vars, r, e, i, u, tried)
+	return u
 }
 
-// choose returns the backend index of the pick, or -1 when none is
-// available, and counts the pick. See seen for what it asks Caddy when.
-func (p *policy) choose(s *snapshot, key string) int {
+// untried returns the predicate that leaves out the backends of e that the
+// request has tried, or nil when none of them is in e.
+func untried(e *poolEntry, tried []string) func(int) bool {
+	var out []int
+	for _, d := range tried {
+		if i := e.bal.Index(d); i >= 0 {
+			out = append(out, i)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return func(i int) bool {
+		for _, j := range out {
+			if i == j {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// both returns the predicate true where f and g are (nil: everywhere).
+func both(f, g func(int) bool) func(int) bool {
+	switch {
+	case f == nil:
+		return g
+	case g == nil:
+		return f
+	}
+	return func(i int) bool { return f(i) && g(i) }
+}
+
+// choose returns the backend index of the pick among those allow accepts
+// (nil: all), or -1 when none is available, and counts the pick. See seen
+// for what it asks Caddy when.
+func (p *policy) choose(s *snapshot, key string, allow func(int) bool) int {
 	e := s.entry
 	h := &e.health
-	// The pick leaves out the upstreams seen unhealthy. With none, it has
-	// no filter at all: O(1) for the scheduled strategies.
+	// The pick leaves out the upstreams seen unhealthy. With none, and no
+	// upstream tried, it has no filter at all: O(1) for the scheduled
+	// strategies.
 	var filter func(int) bool
 	if h.count.Load() != 0 {
 		// The pick is O(n) anyway: look at the clock every time, so that
@@ -286,12 +336,14 @@ func (p *policy) choose(s *snapshot, key string) int {
 			filter = s.healthy
 		}
 	}
+	quiet := filter == nil
+	filter = both(allow, filter)
 	i, err := e.bal.PickFunc(key, filter)
 	if err == nil {
 		// Ask Caddy about the chosen upstream only.
 		u := s.ups[i]
 		if u != nil && p.available(u) {
-			if e.stats[i].picks.Add(1)%clockEvery == 0 && filter == nil {
+			if e.stats[i].picks.Add(1)%clockEvery == 0 && quiet {
 				p.scanIfDue(s)
 			}
 			return i
@@ -301,7 +353,7 @@ func (p *policy) choose(s *snapshot, key string) int {
 			h.mark(i)
 			p.scan(s, p.clock(), true)
 		}
-	} else if filter != nil {
+	} else if !quiet {
 		// Everything left is unavailable: look again at those seen
 		// unhealthy before answering that none is available.
 		p.scan(s, p.clock(), true)
@@ -309,7 +361,7 @@ func (p *policy) choose(s *snapshot, key string) int {
 		return -1
 	}
 	// Pick again among the upstreams Caddy says are available now.
-	i, err = e.bal.PickFunc(key, s.avail)
+	i, err = e.bal.PickFunc(key, both(allow, s.avail))
 	if err != nil {
 		return -1
 	}
@@ -334,7 +386,9 @@ func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
 	if s.entry.err == nil {
 		s.ups = make([]*reverseproxy.Upstream, s.entry.bal.Len())
 		for _, u := range pool {
-			s.ups[s.entry.bal.Index(u.Dial)] = u
+			if i := s.entry.bal.Index(u.Dial); i >= 0 {
+				s.ups[i] = u
+			}
 		}
 		if s.entry.health.next.Load() == 0 {
 			// A new balancer: see Caddy's health before its first pick.
@@ -352,14 +406,16 @@ func (p *policy) snapshotFor(pool reverseproxy.UpstreamPool) *snapshot {
 func (p *policy) entryFor(dials []string) *poolEntry {
 	sorted := append([]string(nil), dials...)
 	sort.Strings(sorted)
-	key := strings.Join(sorted, "\n")
+	key := setKey(sorted)
 	if e, ok := p.sets[key]; ok {
 		return e
 	}
 	e := &poolEntry{}
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			e.err = fmt.Errorf("upstream %q is listed twice; give it a weight instead", sorted[i])
+	for i, d := range sorted {
+		if err := checkDial(d); err != nil {
+			e.err = fmt.Errorf("upstream %q: %v", d, err)
+		} else if i > 0 && d == sorted[i-1] {
+			e.err = fmt.Errorf("upstream %q is listed twice; give it a weight instead", d)
 		}
 	}
 	var backends []core.Backend
@@ -367,13 +423,7 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		backends, e.err = p.opts.backends(dials)
 	}
 	if e.err == nil {
-		if p.base != nil {
-			e.bal, e.err = p.base.Update(backends)
-		} else {
-			cfg := p.cfg
-			cfg.Backends = backends
-			e.bal, e.err = core.New(cfg)
-		}
+		e.bal, e.err = p.derive(backends)
 	}
 	if e.err != nil {
 		p.logger.Error("cannot balance this upstream pool; requests get 503",
@@ -406,6 +456,63 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 	return e
 }
 
+// setKey is the cache key of a sorted set of dial addresses: each one
+// length-prefixed, so that no two sets share a key whatever bytes the
+// addresses hold.
+func setKey(sorted []string) string {
+	var b strings.Builder
+	for _, d := range sorted {
+		b.WriteString(strconv.Itoa(len(d)))
+		b.WriteByte(':')
+		b.WriteString(d)
+	}
+	return b.String()
+}
+
+// derive builds the balancer over backends from p.all, the balancer over
+// every address of the cached sets. core carries an address's state (in
+// flight, failures, latency, slow start) over from the balancer a new one
+// derives from; deriving every set from one that has them all keeps that
+// state one per address, whatever sets dynamic upstreams return (DNS
+// answering {a,b}, then {b,c}, then {a,c} must not split a's requests in
+// flight). An address new to p.all joins it first (and starts its slow
+// start, as an upstream joining a running pool). p.mu must be held.
+func (p *policy) derive(backends []core.Backend) (*core.Balancer, error) {
+	if p.all == nil {
+		cfg := p.cfg
+		cfg.Backends = backends
+		b, err := core.New(cfg)
+		if err == nil {
+			p.all = b
+		}
+		return b, err
+	}
+	var union []core.Backend
+	for _, b := range backends {
+		if p.all.Index(b.Address) >= 0 {
+			continue
+		}
+		if union == nil {
+			for i := 0; i < p.all.Len(); i++ {
+				union = append(union, p.all.Backend(i))
+			}
+		}
+		union = append(union, b)
+	}
+	if union != nil {
+		all, err := p.all.Update(union)
+		if err != nil {
+			// The union breaks a limit of the strategy (ketama's total
+			// weight) that the set itself does not: the set's new
+			// addresses start with state of their own.
+			p.logger.Debug("cannot extend the policy's state to a new upstream set", zap.String("policy", p.id), zap.Error(err))
+			return p.all.Update(backends)
+		}
+		p.all = all
+	}
+	return p.all.Update(backends)
+}
+
 // pruneStats forgets the counters of addresses that no cached set has any
 // more, so that dynamic upstreams churning through addresses do not grow the
 // map without bound. p.mu must be held.
@@ -419,6 +526,20 @@ func (p *policy) pruneStats() {
 	for addr, st := range p.stats {
 		if !keep[st] {
 			delete(p.stats, addr)
+		}
+	}
+	if p.all == nil {
+		return
+	}
+	var kept []core.Backend
+	for i := 0; i < p.all.Len(); i++ {
+		if b := p.all.Backend(i); p.stats[b.Address] != nil {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) < p.all.Len() {
+		if all, err := p.all.Update(kept); err == nil {
+			p.all = all
 		}
 	}
 }

@@ -288,8 +288,14 @@ func TestSelectStaticAllocs(t *testing.T) {
 			h.set(abc[2], down)
 			provision(t, m, h)
 			static := pool(abc...)
-			r := request("/", nil)
-			if n := testing.AllocsPerRun(1000, func() { m.Select(static, r, nil) }); n != 0 {
+			// A fresh request each time: a second Select of one request
+			// is a retry.
+			reqs := make([]*http.Request, 1001)
+			for i := range reqs {
+				reqs[i] = request("/", nil)
+			}
+			next := 0
+			if n := testing.AllocsPerRun(1000, func() { m.Select(static, reqs[next], nil); next++ }); n != 0 {
 				t.Errorf("%s, c unhealthy %v: %v allocations per Select, want 0", m.pol().name, down, n)
 			}
 			if got := seenDown(m.pol()); (got == 1) != down {
@@ -441,26 +447,29 @@ func TestLeastConnAttemptsPair(t *testing.T) {
 		t.Fatalf("3 concurrent requests went to %d upstreams, want one each", len(got))
 	}
 
-	// A retry of the request on b ends b's attempt before starting the next.
-	if u := m.Select(static, got["b"], nil); names[u.Dial] != "b" {
-		t.Fatalf("retry picked %s, want b (the least loaded once its attempt ended)", names[u.Dial])
+	// A retry of the request on b ends b's attempt before starting the
+	// next, which goes elsewhere: b, though now the least loaded, was tried.
+	u := m.Select(static, got["b"], nil)
+	if names[u.Dial] == "b" {
+		t.Fatalf("retry picked b again, the upstream it had just tried")
 	}
-	if sum, per := inflight(); sum != 3 {
-		t.Fatalf("after a retry: %d in flight (%v), want 3", sum, per)
+	x := names[u.Dial]
+	if sum, per := inflight(); sum != 3 || per["b"] != 0 || per[x] != 2 {
+		t.Fatalf("after a retry to %s: %d in flight (%v), want 3: none on b, 2 on %s", x, sum, per, x)
 	}
 
-	// c's request ends: c is the least loaded and takes the next request.
-	cancelRequest(got["c"])
+	// The retried request ends: its attempt on x ends with it.
+	cancelRequest(got["b"])
 	deadline := time.Now().Add(time.Second)
-	for _, per := inflight(); per["c"] != 0; _, per = inflight() {
+	for _, per := inflight(); per[x] != 1; _, per = inflight() {
 		if time.Now().After(deadline) {
-			t.Fatal("c's attempt did not end within 1s of its request")
+			t.Fatalf("%s's attempt did not end within 1s of its request", x)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	r := request("/", nil)
-	if u := m.Select(static, r, nil); names[u.Dial] != "c" {
-		t.Errorf("after c's request ended: picked %s, want c", names[u.Dial])
+	if u := m.Select(static, r, nil); names[u.Dial] != "b" {
+		t.Errorf("with one in flight on a and c: picked %s, want b", names[u.Dial])
 	}
 	for _, r := range append(reqs, r) {
 		cancelRequest(r)
@@ -493,5 +502,55 @@ func TestSelectChurnIsBounded(t *testing.T) {
 	}
 	if got := m.p.stats[abc[0]].picks.Load(); got != picksOfA || picksOfA == 0 {
 		t.Errorf("a's counter %d, a picked %d times", got, picksOfA)
+	}
+}
+
+// Dynamic upstreams: an address's state is one, whatever sets it is seen
+// in. DNS answers {a,b}, then {b,c}, then {a,c}: a's two requests in flight
+// from the first set count in the third, so weighted_least_conn sends the
+// next request to c.
+func TestSelectDynamicStateIsOne(t *testing.T) {
+	m := &WeightedLeastConn{}
+	provision(t, m, &health{})
+	a, b, c := abc[0], abc[1], abc[2]
+	var reqs []*http.Request
+	on := func(dials ...string) string {
+		r := request("/", nil)
+		reqs = append(reqs, r)
+		return names[m.Select(pool(dials...), r, nil).Dial]
+	}
+	// Four requests over {a,b}: two each.
+	for i := 0; i < 4; i++ {
+		on(a, b)
+	}
+	on(b, c) // c: 1
+	if got := on(a, c); got != "c" {
+		t.Errorf("{a,c} with a at 2 in flight and c at 1: picked %s, want c", got)
+	}
+	bal, _, _ := m.p.current()
+	if n := bal.InFlight(bal.Index(a)); n != 2 {
+		t.Errorf("a's requests in flight seen through {a,c}: %d, want 2", n)
+	}
+	for _, r := range reqs {
+		cancelRequest(r)
+	}
+	waitIdle(t, &m.p)
+}
+
+// A dial address holding a newline neither panics nor shares a cache entry
+// with another set: {"h\nk:80"} then {"h", "k:80"} (whose sorted addresses
+// joined with newlines were one key) both get nil, the first for its control
+// character, the second for "h" having no port.
+func TestSelectControlCharacterDial(t *testing.T) {
+	for _, m := range allPolicies() {
+		provision(t, m, &health{})
+		for _, p := range []reverseproxy.UpstreamPool{pool("h\nk:80"), pool("h", "k:80"), pool("h\nk:80")} {
+			if u := m.Select(p, request("/", nil), nil); u != nil {
+				t.Errorf("%s: pool %q: picked %q, want nil", label(m), p[0].Dial, u.Dial)
+			}
+		}
+		if u := m.Select(pool(abc...), request("/", nil), nil); u == nil {
+			t.Errorf("%s: a valid pool afterwards: nil", label(m))
+		}
 	}
 }

@@ -7,68 +7,152 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
-// attempt is one try of a request against one upstream, from Select to its
-// end. Every attempt calls the balancer's Start once and Done exactly once.
+// What a policy remembers of a request lives in the request's variables
+// (Caddy keeps one map per request, shared by all its tries) under the
+// policy's attemptVar:
+//   - nothing: Select has not seen this request, so this is its first try;
+//   - a *reverseproxy.Upstream: the first try of a policy that does not track
+//     attempts went there (stored as is, so that the common case allocates
+//     nothing);
+//   - an *attempt: a try of a tracking policy, or a retry.
 //
-// What is measured: Caddy hands a selection policy neither the end of an
-// attempt nor its duration, so the attempt ends at whichever comes first:
-//   - the next Select for the same request (Caddy is retrying: this attempt
-//     failed, and its duration includes lb_try_interval's wait), or
-//   - the end of the request (its context is cancelled when Caddy's handler
-//     chain returns): the duration runs from the pick to the last byte
-//     written to the client, so it includes the upstream's connect, its time
-//     to first byte and the streaming of the response body. The attempt
-//     counts as failed when Caddy recorded no upstream status code for it.
+// A second Select for one request is Caddy retrying (lb_retries,
+// lb_try_duration): the previous try failed. The retry then goes to an
+// upstream this request has not tried, as nginx's proxy_next_upstream does.
+
+// attempt is one try of a request against one upstream. For the policies
+// that track attempts (policy.track) it also reports the try to the
+// balancer: Start at the pick, Done exactly once at its end.
+//
+// What is measured: Caddy hands a selection policy neither the end of a try
+// nor its outcome, so a try ends at whichever comes first:
+//   - the next Select for the same request: Caddy is retrying, so the try
+//     failed (a transport error, or an answer lb_retry_match refused);
+//   - the end of the request (its context is done when Caddy's handler
+//     chain returns, or when the client goes away).
+//
+// Its latency is Caddy's own upstream latency, the time to the upstream's
+// response headers ({http.reverse_proxy.upstream.latency}), not the life of
+// the client's request (which includes streaming the body to a slow
+// client). A try the upstream answered is a success (Caddy's passive health
+// judges status codes). One that got no answer is a failure when Caddy
+// retried it or ended the request with an error (Caddy's server records
+// every handler error as {http.error}); without either, the request was
+// cancelled before the upstream answered (the client went away): that says
+// nothing about the upstream and is not a failure.
 type attempt struct {
+	dial  string   // the upstream tried
+	tried []string // the upstreams of the request's earlier tries, in order
+
+	// The rest is set for tracking policies only (e != nil).
 	e     *poolEntry
 	i     int
 	start time.Time
 	repl  *caddy.Replacer
+	lat0  time.Duration // the upstream latency placeholder before this try
+	had   struct{ lat, err bool }
 	done  atomic.Bool
 	stop  func() bool // unregisters the context callback
 }
 
-// endPrevious ends the request's previous attempt, if any: a second Select
-// for one request is Caddy retrying after that attempt failed. It runs
-// before the pick, so that the retry sees the failed attempt gone.
-func (p *policy) endPrevious(r *http.Request) {
-	if prev, ok := caddyhttp.GetVar(r.Context(), p.attemptVar).(*attempt); ok {
-		prev.stop()
-		prev.finish(true)
+// Placeholders Caddy sets that tell how a try went.
+const (
+	latencyPlaceholder = "http.reverse_proxy.upstream.latency"
+	errorPlaceholder   = "http.error"
+)
+
+// retrying is called for a request the policy has seen before, with what it
+// remembered (see above). It ends the previous try as failed and returns the
+// dial addresses the request has tried, in order.
+func retrying(prev any) []string {
+	switch a := prev.(type) {
+	case *reverseproxy.Upstream:
+		return []string{a.Dial}
+	case *attempt:
+		if a.e != nil {
+			a.stop()
+			a.finish(true)
+		}
+		return append(a.tried[:len(a.tried):len(a.tried)], a.dial)
 	}
+	return nil
 }
 
-// startAttempt reports a pick to the balancer and arranges for its end.
-func (p *policy) startAttempt(e *poolEntry, i int, r *http.Request) {
+// remember records the pick of u (backend i of e) for request r, whose
+// variables are vars; tried are the request's earlier tries. A tracking
+// policy starts an attempt and arranges for its end.
+func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, u *reverseproxy.Upstream, tried []string) {
+	if !p.track {
+		if vars == nil {
+			return // outside Caddy's HTTP server: nowhere to remember
+		}
+		if tried == nil {
+			vars[p.attemptVar] = u
+		} else {
+			vars[p.attemptVar] = &attempt{dial: u.Dial, tried: tried}
+		}
+		return
+	}
 	ctx := r.Context()
-	a := &attempt{e: e, i: i, start: time.Now()}
-	a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, start: time.Now()}
+	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
+		a.lat0, a.had.lat = upstreamLatency(a.repl)
+		_, a.had.err = a.repl.Get(errorPlaceholder)
+	}
 	e.bal.Start(i)
-	caddyhttp.SetVar(ctx, p.attemptVar, a)
+	if vars != nil {
+		vars[p.attemptVar] = a
+	}
 	a.stop = context.AfterFunc(ctx, a.ended)
 }
 
-// ended runs when the request's context is done.
-func (a *attempt) ended() {
-	failed := false
-	if a.repl != nil {
-		_, responded := a.repl.Get("http.reverse_proxy.status_code")
-		failed = !responded
-	}
-	a.finish(failed)
+// upstreamLatency reads Caddy's upstream latency placeholder.
+func upstreamLatency(repl *caddy.Replacer) (time.Duration, bool) {
+	v, ok := repl.Get(latencyPlaceholder)
+	d, isDur := v.(time.Duration)
+	return d, ok && isDur
 }
 
-// finish reports the attempt's end once, however many paths reach it.
-func (a *attempt) finish(failed bool) {
+// ended runs when the request's context is done.
+func (a *attempt) ended() { a.finish(false) }
+
+// finish reports the try's end once, however many paths reach it; retried
+// says that Caddy is retrying the request.
+func (a *attempt) finish(retried bool) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
-	d := time.Since(a.start)
-	a.e.bal.Done(a.i, d, failed)
-	if !failed {
-		a.e.stats[a.i].observe(d)
+	var lat time.Duration
+	answered, failedReq := false, false
+	if a.repl != nil {
+		// A new value of the placeholder is this try's: Caddy sets it
+		// when the upstream's response headers arrive.
+		if d, ok := upstreamLatency(a.repl); ok && (!a.had.lat || d != a.lat0) {
+			lat, answered = d, true
+		}
+		_, failedReq = a.repl.Get(errorPlaceholder)
+		failedReq = failedReq && !a.had.err
+	} else {
+		lat, answered = time.Since(a.start), !retried
+	}
+	switch {
+	case answered:
+		a.e.bal.Done(a.i, lat, retried)
+		if !retried {
+			a.e.stats[a.i].observe(lat)
+		}
+	case retried || failedReq:
+		a.e.bal.Done(a.i, time.Since(a.start), true)
+	default:
+		// Cancelled before an answer: the upstream took at least this
+		// long, which lowers no estimate.
+		d := time.Since(a.start)
+		if est := a.e.bal.Latency(a.i); est > d {
+			d = est
+		}
+		a.e.bal.Done(a.i, d, false)
 	}
 }

@@ -380,3 +380,62 @@ func TestRecoveryStartsSlowStart(t *testing.T) {
 		t.Errorf("b ramping at weight 1 against a's 10: %d of 22 requests, want 2 +- 1", n)
 	}
 }
+
+// With one of three upstreams dead and lb_retries 2 alone, no request fails:
+// a retry goes to an upstream the request has not tried (for url_hash the
+// next ring point), at once (Caddy waits lb_try_interval only when one is
+// set, and lb_retries alone sets none). Clients come from distinct /24s (via
+// trusted_proxies) so that nginx_ip_hash maps some of them to the dead one.
+func TestRetriesSkipDeadUpstream(t *testing.T) {
+	a, b := newBackend(t, "a", 0), newBackend(t, "b", 0)
+	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "url_hash {\n\t\t\tmode modulo\n\t\t}", "fair", "weighted_least_conn", "nginx_ip_hash"} {
+		load(tc, fmt.Sprintf(`{
+	admin %s
+	auto_https off
+	persist_config off
+	skip_install_trust
+	servers {
+		trusted_proxies static 127.0.0.0/8
+	}
+}
+http://127.0.0.1:%d {
+	reverse_proxy %s %s %s {
+		lb_policy %s
+		lb_retries 2
+	}
+}
+`, adminAddr, port, dead, a.addr(), b.addr(), policy))
+		a.mu.Lock()
+		a.hits = 0
+		a.mu.Unlock()
+		b.mu.Lock()
+		b.hits = 0
+		b.mu.Unlock()
+		start := time.Now()
+		failed := 0
+		for i := 0; i < 200; i++ {
+			code, _ := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/item/%d", port, i), "X-Forwarded-For", fmt.Sprintf("10.%d.%d.1", i/16, i%16))
+			if code != http.StatusOK {
+				failed++
+			}
+		}
+		took := time.Since(start)
+		a.mu.Lock()
+		b.mu.Lock()
+		served := a.hits + b.hits
+		b.mu.Unlock()
+		a.mu.Unlock()
+		t.Logf("%s: 200 requests in %v, %d failed, %d served by the live upstreams", policy, took.Round(time.Millisecond), failed, served)
+		if failed != 0 || served != 200 {
+			t.Errorf("lb_policy %s, one upstream dead, lb_retries 2: %d of 200 failed, %d served; want 0 and 200", policy, failed, served)
+		}
+		// A bound against hangs, not a speed goal: a request that waited
+		// 250 ms for every retry would take 50 s for 200.
+		if took > 20*time.Second {
+			t.Errorf("lb_policy %s: 200 requests took %v", policy, took)
+		}
+	}
+}
