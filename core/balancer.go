@@ -163,6 +163,12 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		if be.Backup && info.hashed {
 			return nil, fmt.Errorf("lbpack: %s.backup: strategy %q does not accept backup backends", backendField(i), cfg.Strategy)
 		}
+		if be.SlowStart > 0 && info.hashed {
+			// A key's backend follows the configured weights; a ramp would
+			// only move keys back and forth (NGINX Plus refuses slow_start
+			// with hash too).
+			return nil, fmt.Errorf("lbpack: %s.slow_start %v: strategy %q maps keys by weight and has no slow start", backendField(i), be.SlowStart, cfg.Strategy)
+		}
 		b.byAddr[be.Address] = i
 		m := newMember(&slab[i], i, be, b, prev)
 		b.members[i] = m

@@ -63,7 +63,7 @@ func newLVSWRR(weights []int, down []bool) *lvsWRR {
 		}
 		s.weight = append(s.weight, w)
 		if w > 0 {
-			s.g = gcd(s.g, w)
+			s.g = int(gcd(int64(s.g), int64(w)))
 		}
 		if w > s.m {
 			s.m = w

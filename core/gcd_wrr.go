@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"sort"
+	"sync"
+)
 
 func init() {
 	register(GCDWRR, strategyInfo{build: buildGCDWRR})
@@ -15,20 +18,30 @@ func init() {
 //
 // When the scheduled member is ineligible, the pick moves on through the
 // sequence to the next eligible member and the schedule continues after it,
-// as LVS skips an unavailable server.
+// as LVS skips an unavailable server. After a lap of misses the pick jumps
+// there instead of stepping (see lvsJump), so a pick costs O(n) at worst
+// whatever the period: with weights 1000000,1 and the heavy backend full,
+// stepping would pass a million entries.
 //
-// While a member ramps up (slow start), weights are not the table's: the LVS
-// scheduler runs over the ramped weights of the moment under the lock, O(n)
-// per pick, as LVS does when a server's weight is changed (gcd and maximum
-// recomputed, the current weight capped by the new maximum). Once every
-// member is steady the table takes over again where its cursor stood.
+// While a member ramps up (slow start), the schedule stays LVS's over the
+// configured weights, and each turn of a ramping member is taken only as
+// often as its slow-start share says (see takeTurn): at 10% of its weight it
+// takes one turn in ten and passes the others on, so its share is that of
+// its ramped weight, for a weight of 1 too. (LVS's own answer to a weight
+// change, recomputing gcd and maximum, would need weights in fine steps to
+// ramp a weight of 1, and with them a period of thousands of picks, which
+// serves a newcomer in bursts.)
 type gcdWRR struct {
 	up    int     // members that are not down
 	table []int32 // member positions, one period; nil beyond the bound
 	cur   *cursor
+	// rounds[j] is the table position where the round of current weight
+	// max - j*gcd begins (table only).
+	rounds []int32
+	turns  rampTurns
 
 	mu  sync.Mutex // guards gen
-	gen *lvsGen    // beyond the bound, and while members ramp
+	gen *lvsGen    // beyond the bound
 }
 
 func buildGCDWRR(g *group, c *Config) (strategy, error) {
@@ -36,20 +49,33 @@ func buildGCDWRR(g *group, c *Config) (strategy, error) {
 	if gen == nil {
 		return &gcdWRR{}, nil
 	}
-	s := &gcdWRR{up: len(gen.pos), gen: gen}
-	if gen.period > MaxScheduleEntries || len(gen.pos)*(gen.max/gen.gcd) > maxScheduleWork {
+	s := &gcdWRR{up: len(gen.pos), gen: gen, turns: newRampTurns(g)}
+	nrounds := gen.max / gen.gcd
+	if gen.period > MaxScheduleEntries || int64(len(gen.pos))*nrounds > maxScheduleWork {
 		return s, nil
 	}
 	s.table = make([]int32, gen.period)
+	s.rounds = make([]int32, nrounds)
 	for i := range s.table {
 		s.table[i] = int32(gen.next())
+		if gen.i == firstIn(&gen.lvsWeights, gen.cw) {
+			s.rounds[(gen.max-gen.cw)/gen.gcd] = int32(i)
+		}
 	}
 	s.cur = newCursor(len(s.table), staggerStart(c))
 	g.sched.follow(1, &orbit{table: s.table, cur: s.cur})
 	g.setSchedule(s.table, s.cur)
-	// Ramps start from LVS's initial state.
-	gen.i, gen.cw = len(gen.pos)-1, 0
 	return s, nil
+}
+
+// firstIn returns the first member of the round of current weight cw.
+func firstIn(w *lvsWeights, cw int64) int {
+	for k, x := range w.weight {
+		if x >= cw {
+			return k
+		}
+	}
+	return -1
 }
 
 func (s *gcdWRR) pick(g *group, r request) int { return pickGCDWRR(s, g, &r) }
@@ -60,80 +86,181 @@ func pickGCDWRR(s *gcdWRR, g *group, r *request) int {
 	if s.up == 0 {
 		return -1
 	}
-	if s.table == nil || !isSteady(g) {
+	if s.table == nil {
 		return s.pickExact(g, r)
 	}
-	p := s.cur.take(1)
-	for k := 0; k < len(s.table); k++ {
-		pos := int(s.table[p])
-		if usable(r, g.members[pos]) {
+	ramps := g.ramps.Load() != 0
+	p0 := s.cur.take(1)
+	p := p0
+	for k, miss := 0, 0; miss < s.up && k < lapSteps(s.up); k++ {
+		if pos, ok := turnAt(s, g, r, int(s.table[p]), ramps); ok {
 			if k > 0 {
 				// The entries passed over are used up, as in LVS.
 				s.cur.take(uint64(k))
 			}
 			return pos
-		}
-		if k+1 == s.up && !anyEligible(g, r) {
-			return -1
+		} else if pos < 0 {
+			miss++
 		}
 		p++
 		if p == len(s.table) {
 			p = 0
 		}
 	}
-	return -1
+	return s.jumpTable(g, r, p0)
 }
 
-// pickExact steps the LVS scheduler itself, over the weights of the moment:
-// for periods beyond the bound, and while members ramp.
+// turnAt looks at the turn of the member at position pos: it returns pos and
+// true when the member takes it; pos and false when the member passes it on
+// for its slow start; -1 and false when the member may not be picked.
+func turnAt(s *gcdWRR, g *group, r *request, pos int, ramps bool) (int, bool) {
+	m := g.members[pos]
+	if !usable(r, m) {
+		return -1, false
+	}
+	return pos, !ramps || takeTurn(&s.turns, r, m)
+}
+
+// lapSteps bounds the turns a pick steps through before it jumps: a lap of
+// up members that may not be picked, and the turns ramping members pass on
+// (each takes one in ten at most later, see rampShare).
+func lapSteps(up int) int { return up * (smoothUnit/rampFloor + 1) }
+
+// jumpTable finds, after a lap of misses from table position p0, the next
+// entry whose member may be picked, by lvsJump; it uses up the entries
+// passed over and returns the member's position, or -1 when none may be
+// picked. O(n + log rounds).
+func (s *gcdWRR) jumpTable(g *group, r *request, p0 int) int {
+	w := &s.gen.lvsWeights // read-only: beside a table, gen only built it
+	// p0's round and its member: the rank-th of the round's members.
+	j := sort.Search(len(s.rounds), func(j int) bool { return int(s.rounds[j]) > p0 }) - 1
+	cw := w.max - int64(j)*w.gcd
+	k := rankIn(w, cw, p0-int(s.rounds[j]))
+	k, cw, ok := lvsJump(g, r, w, k, cw)
+	if !ok {
+		return -1
+	}
+	t := int(s.rounds[(w.max-cw)/w.gcd])
+	for q := 0; q < k; q++ {
+		if w.weight[q] >= cw {
+			t++
+		}
+	}
+	d := t - p0
+	if d < 0 {
+		d += len(s.table)
+	}
+	if d > 0 {
+		s.cur.take(uint64(d)) // as the lap above: the entries passed over
+	}
+	return int(w.pos[k])
+}
+
+// rankIn returns the member that is the rank-th (from 0) of those weighing
+// at least cw.
+func rankIn(w *lvsWeights, cw int64, rank int) int {
+	for k, x := range w.weight {
+		if x >= cw {
+			if rank == 0 {
+				return k
+			}
+			rank--
+		}
+	}
+	return len(w.weight) - 1
+}
+
+// pickExact steps the LVS scheduler itself, for periods beyond the bound.
 func (s *gcdWRR) pickExact(g *group, r *request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g.ramps.Load() != 0 || s.gen.ramped {
-		s.gen.reweigh(g, r)
-	}
-	for k := 0; k < s.gen.period; k++ {
-		pos := s.gen.next()
-		if usable(r, g.members[pos]) {
+	gen := s.gen
+	ramps := g.ramps.Load() != 0
+	for k, miss := 0, 0; miss < s.up && k < lapSteps(s.up); k++ {
+		if pos, ok := turnAt(s, g, r, gen.next(), ramps); ok {
 			return pos
-		}
-		if k+1 == s.up && !anyEligible(g, r) {
-			return -1
+		} else if pos < 0 {
+			miss++
 		}
 	}
-	return -1
+	k, cw, ok := lvsJump(g, r, &gen.lvsWeights, gen.i, gen.cw)
+	if !ok {
+		return -1
+	}
+	gen.i, gen.cw = k, cw
+	return int(gen.pos[k])
+}
+
+// lvsWeights are the weights the LVS scheduler runs over, of the members
+// that are not down, with their gcd and maximum.
+type lvsWeights struct {
+	pos    []int32 // positions in g.members, in order
+	weight []int64
+	gcd    int64
+	max    int64
+}
+
+// lvsJump returns the LVS state (member k, current weight cw) of the next
+// member after state (i, cw) that may be picked now, skipping every member
+// that may not, as stepping would but in O(n): the rest of the current
+// round, else the first round whose current weight the heaviest member that
+// may be picked reaches (rounds above it hold only members that may not).
+// ok is false when no member may be picked. (Only after a lap of misses:
+// a ramping member it lands on takes that turn whatever its share.)
+func lvsJump(g *group, r *request, w *lvsWeights, i int, cw int64) (int, int64, bool) {
+	top := int64(0)
+	for k, p := range w.pos {
+		if w.weight[k] > top && usable(r, g.members[p]) {
+			top = w.weight[k]
+		}
+	}
+	if top == 0 {
+		return 0, 0, false
+	}
+	for k := i + 1; k < len(w.pos); k++ {
+		if w.weight[k] >= cw && usable(r, g.members[w.pos[k]]) {
+			return k, cw, true
+		}
+	}
+	if cw -= w.gcd; cw <= 0 {
+		cw = w.max
+	}
+	if cw > top {
+		cw = top // every weight, so top and cw, is a multiple of the gcd
+	}
+	for k, p := range w.pos {
+		if w.weight[k] >= cw && usable(r, g.members[p]) {
+			return k, cw, true
+		}
+	}
+	return 0, 0, false // eligibility changed meanwhile
 }
 
 // lvsGen is the LVS scheduler's state over the members that are not down.
 type lvsGen struct {
-	pos    []int32 // positions in g.members, in order
-	weight []int
-	gcd    int
-	max    int
-	period int // picks in one period: the sum of the weights over the gcd
-	i      int // the last member considered
-	cw     int // the current weight
-	// ramped is true while weight holds slow-start weights rather than the
-	// configured ones.
-	ramped bool
+	lvsWeights
+	period int64 // picks in one period: the sum of the weights over the gcd
+	i      int   // the last member considered
+	cw     int64 // the current weight
 }
 
 // newLVSGen returns the scheduler in its initial state (before the first
 // member, cw 0), or nil when every member is down.
 func newLVSGen(g *group) *lvsGen {
 	gen := &lvsGen{}
-	sum := 0
+	sum := int64(0)
 	for i, m := range g.members {
 		if m.down {
 			continue
 		}
+		w := int64(m.weight)
 		gen.pos = append(gen.pos, int32(i))
-		gen.weight = append(gen.weight, m.weight)
-		gen.gcd = gcd(gen.gcd, m.weight)
-		if m.weight > gen.max {
-			gen.max = m.weight
+		gen.weight = append(gen.weight, w)
+		gen.gcd = gcd(gen.gcd, w)
+		if w > gen.max {
+			gen.max = w
 		}
-		sum += m.weight
+		sum += w
 	}
 	if len(gen.pos) == 0 {
 		return nil
@@ -141,30 +268,6 @@ func newLVSGen(g *group) *lvsGen {
 	gen.period = sum / gen.gcd
 	gen.i = len(gen.pos) - 1
 	return gen
-}
-
-// reweigh sets the weights to the members' weights for this pick (lowered
-// while they ramp) and recomputes what depends on them, as LVS does when a
-// server's weight changes: gcd, maximum, period, and the current weight
-// capped by the new maximum.
-func (s *lvsGen) reweigh(g *group, r *request) {
-	s.ramped, s.gcd, s.max = false, 0, 0
-	sum := 0
-	for k, p := range s.pos {
-		m := g.members[p]
-		w := r.weight(m)
-		s.ramped = s.ramped || w != m.weight
-		s.weight[k] = w
-		s.gcd = gcd(s.gcd, w)
-		if w > s.max {
-			s.max = w
-		}
-		sum += w
-	}
-	s.period = sum / s.gcd
-	if s.cw > s.max {
-		s.cw = s.max
-	}
 }
 
 // next returns the position of the next member in LVS's order.

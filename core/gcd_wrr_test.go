@@ -133,11 +133,11 @@ func TestGCDWRRAllocs(t *testing.T) {
 	checkPickAllocs(t, b, func(i int) bool { return i != 0 })
 }
 
-// TestGCDWRRSlowStart: while a backend added by Update ramps, gcd_wrr is the
-// LVS scheduler over the weights of the moment (gcd and maximum recomputed
-// each pick, the current weight capped by the maximum), pick for pick; the
-// newcomer's share climbs from about 10% of its weight to all of it; after
-// the ramp the table serves exact shares again.
+// TestGCDWRRSlowStart: while a backend added by Update ramps, gcd_wrr keeps
+// LVS's schedule over the configured weights and the newcomer takes only its
+// ramp's share of its turns (credit rampShare per turn, a turn per 1000),
+// pick for pick; its share climbs from about 10% of its weight to all of it;
+// after the ramp the table serves exact shares again.
 func TestGCDWRRSlowStart(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	bs := testBackends([]int{4, 6}, nil)
@@ -148,17 +148,25 @@ func TestGCDWRRSlowStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := newLVSWRR([]int{4, 6, 10}, nil)
-	ref.i = -1
+	var credit int64
 	var early, late int // picks of the newcomer in the first and last 2s
 	const step = 10 * time.Millisecond
 	for i := 0; i < 1000; i++ { // 10 s
 		el := clock.Sub(time.Unix(1000, 0))
-		w := int(float64(10) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
-		ref.reweigh([]int{4, 6, w})
-		want := ref.pick(nil)
+		share := int64(float64(10*1000)*(0.1+0.9*float64(el)/float64(10*time.Second))) / 10
+		want := ref.pick(func(j int) bool {
+			if j != 2 {
+				return true
+			}
+			if credit += share; credit < 1000 {
+				return false
+			}
+			credit -= 1000
+			return true
+		})
 		got, err := b.Pick("")
 		if err != nil || got != want {
-			t.Fatalf("pick %d at %v (weight %d): %d %v, LVS %d", i, el, w, got, err, want)
+			t.Fatalf("pick %d at %v (share %d): %d %v, LVS %d", i, el, share, got, err, want)
 		}
 		if got == 2 && i < 200 {
 			early++
@@ -179,26 +187,10 @@ func TestGCDWRRSlowStart(t *testing.T) {
 		t.Fatal("still ramping after the slow start")
 	}
 	counts := make([]int, 3)
-	for _, p := range pickN(t, b, 3*10) { // 3 periods of 2,3,5
+	for _, p := range pickN(t, b, 3*20) { // 3 periods of 4,6,10
 		counts[p]++
 	}
-	if counts[0] != 6 || counts[1] != 9 || counts[2] != 15 {
-		t.Fatalf("after the ramp: counts %v over 3 periods, want [6 9 15]", counts)
-	}
-}
-
-// reweigh changes the reference's weights as LVS's update does: gcd and
-// maximum recomputed, the current weight capped by the new maximum.
-func (s *lvsWRR) reweigh(w []int) {
-	s.weight = append(s.weight[:0], w...)
-	s.g, s.m = 0, 0
-	for _, x := range w {
-		s.g = gcd(s.g, x)
-		if x > s.m {
-			s.m = x
-		}
-	}
-	if s.cw > s.m {
-		s.cw = s.m
+	if counts[0] != 12 || counts[1] != 18 || counts[2] != 30 {
+		t.Fatalf("after the ramp: counts %v over 3 periods, want [12 18 30]", counts)
 	}
 }

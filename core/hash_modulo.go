@@ -22,7 +22,7 @@ func newModulo(g *group) *moduloHash {
 		// walk for each top half of the CRC, read as ketama's buckets are.
 		look := make([]int32, 1<<16)
 		for h := range look {
-			look[h] = int32(walkFind(&s.walk, (h&0x7fff)%g.totalWeight))
+			look[h] = int32(walkFind(&s.walk, int64(h&0x7fff)%g.totalWeight))
 		}
 		g.lookShift = 16
 		g.setQuick(quickCRC, lookIndices(g, look))
@@ -43,7 +43,7 @@ func pickModulo(s *moduloHash, g *group, r *request) int {
 	for try := 0; try <= hashTries; try++ {
 		crc := ^crcUpdate(rehashCRC[try], r.key)
 		hash += crc >> 16 & 0x7fff
-		pos := walkFind(&s.walk, int(uint64(hash)%total))
+		pos := walkFind(&s.walk, int64(uint64(hash)%total))
 		if usable(r, g.members[pos]) {
 			return pos
 		}

@@ -73,7 +73,7 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 	ww := newWeightWalk(g)
 	s := &ipHash{byHash: make([]int32, ipHashMod)}
 	for h := 0; h < ipHashMod; h++ {
-		s.byHash[h] = int32(walkFind(&ww, h%g.totalWeight))
+		s.byHash[h] = int32(walkFind(&ww, int64(h)%g.totalWeight))
 	}
 	if len(g.members) >= 2 {
 		// The quick path's table reaches past 6270, so that the interpreter

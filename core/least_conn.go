@@ -203,7 +203,11 @@ func twoLeast(lc *leastConn, g *group, r *request) int {
 	oki, okj := usable(r, mi), usable(r, mj)
 	switch {
 	case oki && okj:
-		if mj.state.inflight.Load()*milliWeightNow(r, mi) < mi.state.inflight.Load()*milliWeightNow(r, mj) {
+		lhs, rhs := mj.state.inflight.Load()*milliWeightNow(r, mi), mi.state.inflight.Load()*milliWeightNow(r, mj)
+		if lhs < rhs || lhs == rhs && g.ramps.Load() != 0 && !keepDraw(r, mi, r.b.rand()) {
+			// On a tie (idle backends) the first drawn wins, so that shares
+			// follow the weights; one in slow start wins its ramp's share
+			// of those ties only.
 			return j
 		}
 		return i

@@ -8,7 +8,9 @@ func init() {
 // scan: with half the members ineligible, 8 draws all miss once in 256 picks.
 const randomTries = 8
 
-// random picks uniformly among the members that are not down.
+// random picks uniformly among the members that are not down; a member in
+// slow start is drawn in proportion to its ramp's share (rampShare): a draw
+// that lands on it stands with that probability and is redrawn otherwise.
 type random struct {
 	up []int32 // positions of the members that are not down
 }
@@ -42,20 +44,33 @@ func pickRandom(s *random, g *group, r *request) int {
 		return -1
 	}
 	n := uint64(len(s.up))
+	ramps := g.ramps.Load() != 0
 	for t := 0; t < randomTries; t++ {
-		i, _ := fastrange(r.b.rand(), n)
+		i, lo := fastrange(r.b.rand(), n)
 		pos := int(s.up[i])
-		if usable(r, g.members[pos]) {
+		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, lo)) {
 			return pos
 		}
 	}
 	return sampleEligible(g, r, s.up, false)
 }
 
+// keepDraw reports whether a random draw that landed on member m stands:
+// always, unless m ramps; then with probability rampShare/smoothUnit, decided
+// by lo, a uniform value left over from the draw.
+func keepDraw(r *request, m *member, lo uint64) bool {
+	f := rampShare(r, m)
+	if f >= smoothUnit {
+		return true
+	}
+	d, _ := fastrange(lo, smoothUnit)
+	return int64(d) < f
+}
+
 // sampleEligible makes one pass over the listed positions and returns an
 // eligible one chosen at random, in proportion to its weight for this pick
-// (r.weight) when weighted and uniformly otherwise, or -1 when none is
-// eligible. It is the exact fallback behind the O(1) draws, for picks where
+// (milliWeightNow) when weighted and to its ramp's share (rampShare) otherwise,
+// or -1 when none is eligible. It is the exact fallback behind the O(1) draws, for picks where
 // most members are ineligible: reservoir sampling needs one pass and no memory.
 func sampleEligible(g *group, r *request, up []int32, weighted bool) int {
 	best := -1
@@ -66,12 +81,11 @@ func sampleEligible(g *group, r *request, up []int32, weighted bool) int {
 		if !usable(r, m) {
 			continue
 		}
-		w := uint64(1)
+		var w uint64
 		if weighted {
-			w = uint64(r.weight(m))
-			if w == 0 {
-				continue
-			}
+			w = uint64(milliWeightNow(r, m))
+		} else {
+			w = uint64(rampShare(r, m))
 		}
 		total += w
 		// Keep this member with probability w/total (splitmix64 supplies

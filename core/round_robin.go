@@ -10,14 +10,17 @@ func init() {
 }
 
 // roundRobin rotates through the members that are not down, one step per
-// pick, ignoring weights. An ineligible member passes its turn to the next.
+// pick, ignoring weights. An ineligible member passes its turn to the next;
+// so does a member in slow start for the turns its ramp does not give it yet
+// (see takeTurn: one in ten at first).
 type roundRobin struct {
-	up  []int32 // positions of the members that are not down
-	cur *cursor
+	up    []int32 // positions of the members that are not down
+	cur   *cursor
+	turns rampTurns
 }
 
 func buildRoundRobin(g *group, c *Config) (strategy, error) {
-	s := &roundRobin{up: upPositions(g)}
+	s := &roundRobin{up: upPositions(g), turns: newRampTurns(g)}
 	if len(s.up) > 0 {
 		s.cur = newCursor(len(s.up), 0)
 		g.sched.follow(1, &orbit{table: s.up, cur: s.cur})
@@ -35,11 +38,23 @@ func pickRoundRobin(s *roundRobin, g *group, r *request) int {
 		return -1
 	}
 	p := s.cur.take(1)
+	ramps, passed := g.ramps.Load() != 0, false
 	// At most one lap: the probing is bounded by the number of members.
 	for k := 0; k < len(s.up); k++ {
 		pos := int(s.up[p])
-		if usable(r, g.members[pos]) {
-			return pos
+		m := g.members[pos]
+		if usable(r, m) {
+			if !ramps || takeTurn(&s.turns, r, m) {
+				if passed && k > 0 {
+					// A turn passed on for a slow start counts as taken, so
+					// the member it went to is not served twice in a row:
+					// a ramping member's share is then f/(n-1+f) at ramp
+					// share f, as its weight's would be.
+					s.cur.take(uint64(k))
+				}
+				return pos
+			}
+			passed = true
 		}
 		p++
 		if p == len(s.up) {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -60,10 +61,10 @@ func TestSlowStartShares(t *testing.T) {
 	}
 	for _, s := range []struct {
 		at time.Duration
-		w  int // the new backend's weight then
-	}{{0, 1}, {2500 * time.Millisecond, 3}, {5 * time.Second, 5}, {7500 * time.Millisecond, 7}, {10 * time.Second, 10}} {
+		w  int // the new backend's weight then, times 20
+	}{{0, 20}, {2500 * time.Millisecond, 65}, {5 * time.Second, 110}, {7500 * time.Millisecond, 155}, {10 * time.Second, 200}} {
 		clock.t = time.Unix(1700000000, 0).Add(s.at)
-		got, picks := 0, 20*(10+s.w) // 20 periods of the smooth schedule
+		got, picks := 0, 20*10+s.w // 20 periods of the smooth schedule
 		for k := 0; k < picks; k++ {
 			i := hcPick(t, b)
 			b.Start(i)
@@ -74,7 +75,7 @@ func TestSlowStartShares(t *testing.T) {
 		}
 		// The current weights carried from the previous step shift the
 		// count by at most one period's worth of rounding.
-		if want := 20 * s.w; got < want-2 || got > want+2 {
+		if want := s.w; got < want-2 || got > want+2 {
 			t.Errorf("at %v: %d of %d picks, want %d +- 2", s.at, got, picks, want)
 		}
 	}
@@ -151,5 +152,80 @@ func TestSlowStartLeastConn(t *testing.T) {
 	clock.add(5 * time.Second) // 55%: 1/0.55 < 5
 	if i := hcPick(t, b); i != 1 {
 		t.Fatalf("at 55%%: %d, want b", i)
+	}
+}
+
+// TestSlowStartWeightOneShares: a backend of weight 1 (the default) added by
+// Update beside two others of weight 1 ramps under every strategy that
+// accepts a slow start. Its measured share in each second of a 10 s ramp
+// (3,000 picks a second, every request done before the next pick: low load)
+// is within 0.02 of the share its ramped weight f = 10%..100% gives, about
+// f/(2+f): 0.07 in the first second, not the 1/3 it got at once when
+// weights were whole numbers; and 1/3 after the ramp. (The random
+// strategies: within 4 standard deviations of the binomial count, plus
+// 0.005.)
+func TestSlowStartWeightOneShares(t *testing.T) {
+	const (
+		ramp    = 10 * time.Second
+		perSec  = 3000
+		step    = time.Second / perSec
+		seconds = 11 // the ramp and one second after it
+	)
+	byWeight := func(f float64) float64 { return f / (2 + f) }
+	tests := []struct {
+		name  string
+		cfg   Config
+		share func(f float64) float64 // the ramping backend's expected share at f
+		noisy bool                    // random draws
+	}{
+		{"smooth_wrr", Config{Strategy: SmoothWRR}, byWeight, false},
+		{"gcd_wrr", Config{Strategy: GCDWRR}, byWeight, false},
+		{"round_robin", Config{Strategy: RoundRobin}, byWeight, false},
+		{"random", Config{Strategy: Random, Rand: seededRandFunc(5)}, byWeight, true},
+		{"weighted_random", Config{Strategy: WeightedRandom, Rand: seededRandFunc(6)}, byWeight, true},
+		{"least_conn", Config{Strategy: LeastConn}, byWeight, false},
+		// Two choices draws a pair uniformly; on a tie the first drawn wins,
+		// the ramping one only its ramp's share of the time: f/3.
+		{"least_conn two_choices", Config{Strategy: LeastConn, TwoChoices: true, Rand: seededRandFunc(7)}, func(f float64) float64 { return f / 3 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newHCClock()
+			cfg := tt.cfg
+			cfg.Now = clock.now
+			cfg.Backends = hcBackends(1, 1)
+			b := mustNew(t, cfg)
+			bs := append(hcBackends(1, 1), Backend{Address: "10.0.0.9:80", Weight: 1, SlowStart: ramp})
+			b, err := b.Update(bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := clock.t
+			for sec := 0; sec < seconds; sec++ {
+				got, want := 0, 0.0
+				for k := 0; k < perSec; k++ {
+					el := clock.t.Sub(start)
+					f := 1.0
+					if el < ramp {
+						f = 0.1 + 0.9*float64(el)/float64(ramp)
+					}
+					want += tt.share(f) / perSec
+					i := hcPick(t, b)
+					b.Start(i)
+					b.Done(i, time.Millisecond, false)
+					if i == 2 {
+						got++
+					}
+					clock.add(step)
+				}
+				tol := 0.02
+				if tt.noisy {
+					tol = 4*math.Sqrt(want*(1-want)/perSec) + 0.005
+				}
+				if share := float64(got) / perSec; share < want-tol || share > want+tol {
+					t.Errorf("second %d: share %.4f, want %.4f +- %.4f", sec, share, want, tol)
+				}
+			}
+		})
 	}
 }

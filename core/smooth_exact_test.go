@@ -244,13 +244,14 @@ func TestSmoothWRRSlowStartMatchesNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := b.primary.strategy.(*smoothWRR)
-	ref := newNginxSmooth([]int{5, 3, 20}, nil)
+	// The reference counts in thousandths of a weight, as the ramp does.
+	ref := newNginxSmooth([]int{5000, 3000, 20000}, nil)
 	for i := 0; i < 400; i++ {
 		// The reference takes the ramp's weight of the moment.
 		el := clock.Sub(time.Unix(1000, 0))
-		ref.weight[2] = 20
+		ref.weight[2] = 20000
 		if el < 10*time.Second {
-			ref.weight[2] = int(float64(20) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
+			ref.weight[2] = int(float64(20000) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
 		}
 		want := ref.pick(nil)
 		if got, _ := b.Pick(""); got != want {

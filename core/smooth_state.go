@@ -5,32 +5,43 @@ import "sync"
 // smoothState is nginx's smooth weighted round robin
 // (ngx_http_upstream_get_peer) over one group, exactly: a current and an
 // effective weight per member, one O(n) pass per pick, under the group's lock.
+//
+// Current weights are kept in thousandths of a weight (smoothUnit), so that
+// a slow start can lower any weight, 1 included, to a fraction of itself.
+// While nobody ramps every weight a pass adds is a whole number of units, so
+// every current weight is nginx's times smoothUnit, and every comparison and
+// tie comes out as in nginx. Sums are 64-bit, also on 32-bit platforms.
 type smoothState struct {
 	g         *group
 	mu        sync.Mutex
-	current   []int
-	effective []int
-	weight    []int // configured weights, flat for the pass
+	current   []int64 // nginx's current weights, in units
+	effective []int   // nginx's effective weights, in whole weights
+	weight    []int   // configured weights, flat for the pass
 	// low marks members whose effective weight is below their weight; each
 	// is counted once in g's unsteady members until it has climbed back.
 	low []bool
 	// tied is least_conn's scratch list of tied positions (nil for other
 	// strategies); it is used under mu only.
 	tied []int
-	// upTotal is the sum of the weights of the members that are not down;
-	// full records whether the last pass added exactly that, that is, whether
-	// every member that is not down took part at its configured weight (no
-	// member skipped, lowered by failures or ramping), so that smooth_wrr can
-	// tell an unperturbed pass from one that left nginx's steady orbit.
-	upTotal int
+	// upTotal is the sum of the weights of the members that are not down,
+	// in units; full records whether the last pass added exactly that, that
+	// is, whether every member that is not down took part at its configured
+	// weight (no member skipped, lowered by failures or ramping), so that
+	// smooth_wrr can tell an unperturbed pass from one that left nginx's
+	// steady orbit.
+	upTotal int64
 	full    bool
 }
+
+// smoothUnit is the number of units of current weight in one weight: the
+// resolution of a slow start's ramp (a weight of 1 starts at 100 units).
+const smoothUnit = 1000
 
 func newSmoothState(g *group) *smoothState {
 	n := len(g.members)
 	s := &smoothState{
 		g:         g,
-		current:   make([]int, n),
+		current:   make([]int64, n),
 		effective: make([]int, n),
 		weight:    make([]int, n),
 		low:       make([]bool, n),
@@ -38,7 +49,7 @@ func newSmoothState(g *group) *smoothState {
 	for i, m := range g.members {
 		s.weight[i] = m.weight
 		if !m.down {
-			s.upTotal += m.weight
+			s.upTotal += int64(m.weight) * smoothUnit
 		}
 		// A penalty that was still being worked off carries over an Update.
 		e := m.weight - int(m.state.deficit.Load())
@@ -66,7 +77,7 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 
 // smoothPass is next with s.mu held.
 func smoothPass(s *smoothState, g *group, r *request, among []int) int {
-	best, total := -1, 0
+	best, total := -1, int64(0)
 	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	count := len(g.members)
 	if among != nil {
@@ -82,8 +93,8 @@ func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 		}
 		// The member's effective weight, as nginx adds it. The common case
 		// (configured weight, nobody ramping) stays in this loop.
-		e := s.effective[i]
-		if ramps || e < s.weight[i] {
+		e := int64(s.effective[i]) * smoothUnit
+		if ramps || s.effective[i] < s.weight[i] {
 			e = s.adjust(r, i, ramps)
 		}
 		s.current[i] += e
@@ -102,15 +113,16 @@ func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 	return best
 }
 
-// adjust returns the weight member i adds in this pass when it is not simply
-// its configured weight: its effective weight, capped by its slow-start
-// weight when members ramp; and lets the effective weight recover by one
-// toward the configured weight, as nginx does on every pass that sees it.
-func (s *smoothState) adjust(r *request, i int, ramps bool) int {
+// adjust returns the weight member i adds in this pass, in units, when it is
+// not simply its configured weight: its effective weight, capped by its
+// slow-start weight (in thousandths, milliWeightNow) when members ramp; and
+// lets the effective weight recover by one toward the configured weight, as
+// nginx does on every pass that sees it.
+func (s *smoothState) adjust(r *request, i int, ramps bool) int64 {
 	m := s.g.members[i]
-	e := s.effective[i]
+	e := int64(s.effective[i]) * smoothUnit
 	if ramps {
-		if w := r.weight(m); e > w {
+		if w := milliWeightNow(r, m); e > w {
 			e = w
 		}
 	}

@@ -83,7 +83,7 @@ func buildSmoothWRR(g *group, c *Config) (strategy, error) {
 func newSmoothWRR(g *group, start uint64) *smoothWRR {
 	s := &smoothWRR{sched: &g.sched}
 	gen := newSmoothGen(g)
-	if gen == nil || gen.period > MaxScheduleEntries || gen.period*len(gen.classes) > maxScheduleWork {
+	if gen == nil || gen.period > MaxScheduleEntries || gen.period*int64(len(gen.classes)) > maxScheduleWork {
 		return s
 	}
 	s.table = make([]int32, gen.period)
@@ -177,7 +177,7 @@ func (s *smoothWRR) seed(g *group, o *orbit, p int) {
 			sm.current[i] = 0 // nginx never adds weight to a down peer
 			continue
 		}
-		cw := p*sm.weight[i] - sm.upTotal*s.count[i]
+		cw := (int64(p)*int64(sm.weight[i]))*smoothUnit - sm.upTotal*int64(s.count[i])
 		if o.base != nil {
 			cw += o.base[i]
 		}
@@ -214,7 +214,7 @@ func (s *smoothWRR) record(g *group, best int) {
 	if o == nil {
 		o = &orbit{
 			table: make([]int32, len(s.table)),
-			base:  make([]int, len(g.members)),
+			base:  make([]int64, len(g.members)),
 			cur:   newCursor(len(s.table), 0),
 		}
 		s.sched.orbits[1] = o
@@ -225,7 +225,7 @@ func (s *smoothWRR) record(g *group, best int) {
 		for i, m := range g.members {
 			o.base[i] = sm.current[i]
 			if !m.down {
-				o.base[i] -= sm.weight[i]
+				o.base[i] -= int64(sm.weight[i]) * smoothUnit
 			}
 		}
 		o.base[best] += sm.upTotal
@@ -252,7 +252,7 @@ func (s *smoothWRR) resume(k int) {
 	s.sched.setMode(k + 1)
 }
 
-func allZero(v []int) bool {
+func allZero(v []int64) bool {
 	for _, x := range v {
 		if x != 0 {
 			return false
@@ -275,39 +275,40 @@ func allZero(v []int) bool {
 // therefore offers one candidate, and nginx's choice is the best candidate,
 // ties going to the earlier position.
 type smoothGen struct {
-	total   int // W: the sum of the scaled weights
-	period  int // picks in one period: total
-	t       int // picks made in the current period
+	// 64-bit: on 32-bit platforms t*weight passes 2^31 within the bound.
+	total   int64 // W: the sum of the scaled weights
+	period  int64 // picks in one period: total
+	t       int64 // picks made in the current period
 	classes []smoothClass
 }
 
 // smoothClass is the members of one weight, in configuration order.
 type smoothClass struct {
-	weight int     // scaled
+	weight int64   // scaled
 	pos    []int32 // positions in g.members, ascending
 	next   int     // index in pos of the member whose turn it is
-	rounds int     // complete rotations in the current period
+	rounds int64   // complete rotations in the current period
 }
 
 // newSmoothGen returns a generator at the start of the period, or nil when
 // every member is down.
 func newSmoothGen(g *group) *smoothGen {
-	d := 0
+	d := int64(0)
 	for _, m := range g.members {
 		if !m.down {
-			d = gcd(d, m.weight)
+			d = gcd(d, int64(m.weight))
 		}
 	}
 	if d == 0 {
 		return nil
 	}
 	gen := &smoothGen{}
-	class := make(map[int]int)
+	class := make(map[int64]int)
 	for i, m := range g.members {
 		if m.down {
 			continue
 		}
-		w := m.weight / d
+		w := int64(m.weight) / d
 		k, ok := class[w]
 		if !ok {
 			k = len(gen.classes)
@@ -325,7 +326,7 @@ func newSmoothGen(g *group) *smoothGen {
 func (s *smoothGen) next() int {
 	s.t++
 	best := 0
-	var bestKey int
+	var bestKey int64
 	var bestPos int32
 	for k := range s.classes {
 		c := &s.classes[k]
@@ -352,7 +353,9 @@ func (s *smoothGen) next() int {
 	return int(bestPos)
 }
 
-func gcd(a, b int) int {
+// gcd is the greatest common divisor, in 64 bits so that sums of weights fit
+// on 32-bit platforms too.
+func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b
 	}

@@ -85,7 +85,7 @@ func TestSmoothGenScaledWeightsSameSequence(t *testing.T) {
 func gcdAll(w []int) int {
 	g := 0
 	for _, x := range w {
-		g = gcd(g, x)
+		g = int(gcd(int64(g), int64(x)))
 	}
 	return g
 }

@@ -132,7 +132,7 @@ type group struct {
 	hot []hotMember
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
-	totalWeight int
+	totalWeight int64 // 64-bit: on 32-bit platforms an int sum wraps
 	strategy    strategy
 	kind        int // kindOf(strategy)
 	// smooth is nginx's exact smooth weighted round robin over this group:
@@ -286,9 +286,9 @@ func (s *schedule) setMode(k int) {
 // while it is out of use, so entries of that one are read atomically.
 type orbit struct {
 	table []int32 // member positions, one period
-	// base is smooth_wrr's nginx current weights at position 0; nil means
-	// all 0 (the canonical period).
-	base []int
+	// base is smooth_wrr's nginx current weights (in smoothUnit) at
+	// position 0; nil means all 0 (the canonical period).
+	base []int64
 	cur  *cursor
 }
 
@@ -331,7 +331,7 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.hot = make([]hotMember, len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
-		g.totalWeight += m.weight
+		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
 		if !m.plain && !m.down {
@@ -442,9 +442,50 @@ func (r *request) weight(m *member) int {
 // smoothly even for weight 1.
 func milliWeightNow(r *request, m *member) int64 {
 	if m.ramping.Load() == 0 {
-		return int64(m.weight) * 1000
+		return int64(m.weight) * smoothUnit
 	}
-	return r.rampWeight(m, 1000)
+	return r.rampWeight(m, smoothUnit)
+}
+
+// rampShare returns the thousandths of its weight that member m has now: 100
+// rising to 1000 over its slow start, 1000 when it does not ramp. The
+// strategies that ignore weights, or follow a fixed schedule, scale a
+// ramping member's turns by it.
+func rampShare(r *request, m *member) int64 {
+	if m.ramping.Load() == 0 {
+		return smoothUnit
+	}
+	if f := r.rampWeight(m, smoothUnit) / int64(m.weight); f > rampFloor {
+		return f
+	}
+	return rampFloor
+}
+
+// rampFloor is the share in thousandths a slow start begins at.
+const rampFloor = smoothUnit / 10
+
+// rampTurns holds, per member position, the credit of a ramping member's
+// turns in a schedule (gcd_wrr, round_robin).
+type rampTurns []atomic.Int64
+
+func newRampTurns(g *group) rampTurns { return make(rampTurns, len(g.members)) }
+
+// takeTurn reports whether member m takes the turn a schedule gives it now:
+// always when it does not ramp; otherwise once per smoothUnit of credit,
+// which each turn adds rampShare to, so that it takes that share of its
+// turns (one in ten at first) and passes the others on. Deterministic: with
+// one caller at a time the turns taken are the same in every run.
+func takeTurn(t *rampTurns, r *request, m *member) bool {
+	f := rampShare(r, m)
+	if f >= smoothUnit {
+		return true
+	}
+	c := &(*t)[m.pos]
+	if c.Add(f) < smoothUnit {
+		return false
+	}
+	c.Add(-smoothUnit)
+	return true
 }
 
 // usable reports whether member m may be picked now: not down, not full,

@@ -70,7 +70,7 @@ func traceSmooth(b *Balancer, g *group, start, n int) []TraceStep {
 		pos := gen.next()
 		picks[pos]++
 		t++
-		if t == gen.period {
+		if int64(t) == gen.period {
 			t = 0
 			for i := range picks {
 				picks[i] = 0
@@ -109,7 +109,7 @@ func traceLVS(g *group, start, n int) []TraceStep {
 	for i := range steps {
 		before := gen.cw
 		pos := gen.next()
-		steps[i] = TraceStep{Chosen: g.members[pos].index, Before: []int{before}, After: []int{gen.cw}}
+		steps[i] = TraceStep{Chosen: g.members[pos].index, Before: []int{int(before)}, After: []int{int(gen.cw)}}
 	}
 	return steps
 }

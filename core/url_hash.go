@@ -208,7 +208,7 @@ func avalanche(h uint64) uint64 {
 // { w -= weight; peer = next }"). Down members keep their share, as in nginx.
 type weightWalk struct {
 	table []int32 // w -> position, when the total weight is small
-	ends  []int   // ends[i]: total weight of members 0..i, otherwise
+	ends  []int64 // ends[i]: total weight of members 0..i, otherwise
 }
 
 // walkTableMax bounds the O(1) table at 256 KiB; larger totals use a binary
@@ -217,10 +217,11 @@ const walkTableMax = 1 << 16
 
 func newWeightWalk(g *group) weightWalk {
 	var ww weightWalk
-	ww.ends = make([]int, len(g.members))
-	sum := 0
+	// 64-bit sums: on 32-bit platforms an int passes 2^31 within MaxWeight.
+	ww.ends = make([]int64, len(g.members))
+	sum := int64(0)
 	for i, m := range g.members {
-		sum += m.weight
+		sum += int64(m.weight)
 		ww.ends[i] = sum
 	}
 	if sum <= walkTableMax {
@@ -238,7 +239,7 @@ func newWeightWalk(g *group) weightWalk {
 }
 
 // walkFind returns the member position for w, 0 <= w < total weight.
-func walkFind(ww *weightWalk, w int) int {
+func walkFind(ww *weightWalk, w int64) int {
 	if ww.table != nil {
 		return int(ww.table[w])
 	}

@@ -172,8 +172,8 @@ func TestWeightWalkMatchesNginx(t *testing.T) {
 			if (ww.table == nil) != (b.primary.totalWeight > walkTableMax) {
 				t.Fatalf("total %d: table %v", b.primary.totalWeight, ww.table != nil)
 			}
-			for w := 0; w < b.primary.totalWeight; w++ {
-				if got, want := walkFind(&ww, w), refWalk(weights, w); got != want {
+			for w := int64(0); w < b.primary.totalWeight; w++ {
+				if got, want := walkFind(&ww, w), refWalk(weights, int(w)); got != want {
 					t.Fatalf("weights %v, w=%d: %d, want %d", weights, w, got, want)
 				}
 			}

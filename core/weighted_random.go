@@ -25,17 +25,17 @@ func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 // a draw in exact proportion to weight. It returns nil beyond
 // MaxScheduleEntries entries; the alias table then draws every pick.
 func weightedLook(g *group, up []int32) []int32 {
-	d, total := 0, 0
+	d, total := int64(0), int64(0) // 64-bit: the sum passes 2^31 on 32-bit platforms
 	for _, p := range up {
-		d = gcd(d, g.members[p].weight)
-		total += g.members[p].weight
+		d = gcd(d, int64(g.members[p].weight))
+		total += int64(g.members[p].weight)
 	}
 	if d == 0 || total/d > MaxScheduleEntries {
 		return nil
 	}
 	look := make([]int32, 0, total/d)
 	for _, p := range up {
-		for k := 0; k < g.members[p].weight/d; k++ {
+		for k := int64(0); k < int64(g.members[p].weight)/d; k++ {
 			look = append(look, int32(g.members[p].index))
 		}
 	}
