@@ -52,7 +52,9 @@ func TestCaddyFaults(t *testing.T) {
 		for _, h := range caddyHealth {
 			c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name, Targets: h.targets,
 				Header: faultsuite.SpreadClients, InProcess: true}
-			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy, h.directives)))
+			t.Run(policy+"/"+h.name, func(t *testing.T) {
+				rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, policy, h.directives)))
+			})
 		}
 	}
 	// Slow start: the restarted upstream, back healthy, ramps up over 2 s.
@@ -61,17 +63,19 @@ func TestCaddyFaults(t *testing.T) {
 		c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, " + h.name + ", slow_start 2s", Targets: h.targets,
 			Header: faultsuite.SpreadClients, InProcess: true, End: faultsuite.RestartAt + 3*time.Second}
 		c.Targets.Ramp = true
-		rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, base, policy+" {\n\t\t\tslow_start {dead} 2s\n\t\t}", h.directives)))
+		t.Run(policy+"/"+h.name+", slow_start", func(t *testing.T) {
+			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, policy+" {\n\t\t\tslow_start {dead} 2s\n\t\t}", h.directives)))
+		})
 	}
-	faultsuite.WriteDocs(t, rows)
+	faultsuite.WriteDocs(t, rows, len(caddyPolicies)*len(caddyHealth)+3)
 }
 
-// caddyProxy runs Caddy in this process: the site on base+3, the admin
-// endpoint (for the policies' pick counts) on base+4.
-func caddyProxy(t *testing.T, base int, policy, directives string) faultsuite.Proxy {
-	return func(backends []string, dead int) (string, func() int64, func(), error) {
+// caddyProxy runs Caddy in this process: the site on the first port, the
+// admin endpoint (for the policies' pick counts) on the second.
+func caddyProxy(t *testing.T, policy, directives string) faultsuite.Proxy {
+	return func(backends []string, dead int, ports []int) (faultsuite.Running, error) {
 		policy := strings.ReplaceAll(policy, "{dead}", backends[dead])
-		admin := fmt.Sprintf("127.0.0.1:%d", base+4)
+		admin := fmt.Sprintf("127.0.0.1:%d", ports[1])
 		cf := fmt.Sprintf(`{
 	admin %s
 	auto_https off
@@ -91,26 +95,31 @@ http://127.0.0.1:%d {
 		%s
 	}
 }
-`, admin, base+3, strings.Join(backends, " "), policy, directives)
+`, admin, ports[0], strings.Join(backends, " "), policy, directives)
 		cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("adapting the Caddyfile: %v\n%s", err, cf)
+			return faultsuite.Running{}, fmt.Errorf("adapting the Caddyfile: %v\n%s", err, cf)
 		}
 		for _, w := range warnings {
 			t.Logf("Caddyfile: %s", w)
 		}
-		if err := caddy.Load(cfg, true); err != nil {
-			return "", nil, nil, fmt.Errorf("loading the config: %v\n%s", err, cf)
+		if err := faultsuite.Retry(func() error { return caddy.Load(cfg, true) }); err != nil {
+			return faultsuite.Running{}, fmt.Errorf("loading the config: %v\n%s", err, cf)
 		}
 		client := &http.Client{Timeout: 2 * time.Second}
 		tries := func() int64 { return picks(client, admin, backends[dead]) }
 		stop := func() {
 			client.CloseIdleConnections()
+			// Stop ends the apps but not the admin endpoint; a config with
+			// the endpoint off ends it too.
+			if err := caddy.Load([]byte(`{"admin":{"disabled":true}}`), true); err != nil {
+				t.Errorf("stopping Caddy's admin endpoint: %v", err)
+			}
 			if err := caddy.Stop(); err != nil {
 				t.Errorf("stopping Caddy: %v", err)
 			}
 		}
-		return fmt.Sprintf("http://127.0.0.1:%d", base+3), tries, stop, nil
+		return faultsuite.Running{URL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), Tries: tries, Stop: stop}, nil
 	}
 }
 

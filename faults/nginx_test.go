@@ -32,9 +32,11 @@ func TestNginxFaults(t *testing.T) {
 		// backend may wait up to 2 s after the last failed try: a longer run.
 		fc := faultsuite.Case{Host: "nginx", Name: c.name, Targets: faultsuite.Targets{BackAgain: true},
 			End: faultsuite.RestartAt + 3*time.Second}
-		rows = append(rows, faultsuite.RunCase(t, base, fc, nginxProxy(t, bin, base, c.method)))
+		t.Run(c.name, func(t *testing.T) {
+			rows = append(rows, faultsuite.RunCase(t, base, fc, nginxProxy(t, bin, c.method)))
+		})
 	}
-	faultsuite.WriteDocs(t, rows)
+	faultsuite.WriteDocs(t, rows, len(cases))
 }
 
 // nginxBinary finds nginx: $NGINX, the PATH, then the usual sbin
@@ -58,21 +60,21 @@ func nginxBinary(t *testing.T) string {
 	return ""
 }
 
-// nginxProxy runs nginx on base+3, its access log listing every upstream
+// nginxProxy runs nginx on the first port, its access log listing every upstream
 // each request tried ($upstream_addr), from which the tries of the dead
 // backend are counted.
-func nginxProxy(t *testing.T, bin string, base int, method string) faultsuite.Proxy {
-	return func(backends []string, dead int) (string, func() int64, func(), error) {
+func nginxProxy(t *testing.T, bin, method string) faultsuite.Proxy {
+	return func(backends []string, dead int, ports []int) (faultsuite.Running, error) {
 		dir := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
-			return "", nil, nil, err
+			return faultsuite.Running{}, err
 		}
 		var servers bytes.Buffer
 		for _, b := range backends {
 			fmt.Fprintf(&servers, "        server %s max_fails=1 fail_timeout=1s;\n", b)
 		}
 		conf := fmt.Sprintf(`pid nginx.pid;
-error_log stderr error;
+error_log stderr warn;
 events { worker_connections 1024; }
 http {
     log_format tries "$upstream_addr";
@@ -99,13 +101,13 @@ http {
         }
     }
 }
-`, method, servers.String(), base+3)
+`, method, servers.String(), ports[0])
 		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
-			return "", nil, nil, err
+			return faultsuite.Running{}, err
 		}
 		logf, err := os.Create(filepath.Join(dir, "stderr.log"))
 		if err != nil {
-			return "", nil, nil, err
+			return faultsuite.Running{}, err
 		}
 		defer logf.Close()
 		cmd := exec.Command(bin, "-p", dir+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr",
@@ -113,7 +115,7 @@ http {
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
-			return "", nil, nil, err
+			return faultsuite.Running{}, err
 		}
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
@@ -128,14 +130,18 @@ http {
 			syscall.Kill(-pgid, syscall.SIGKILL)
 			<-exited
 		}
-		url := fmt.Sprintf("http://127.0.0.1:%d", base+3)
+		url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 		if err := waitReady(url+"/nginx-ready", exited); err != nil {
 			stop()
 			msg, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
-			return "", nil, nil, fmt.Errorf("%v: %s", err, msg)
+			return faultsuite.Running{}, fmt.Errorf("%v: %s", err, msg)
 		}
 		tries := logCounter(filepath.Join(dir, "access.log"), backends[dead])
-		return url, tries, stop, nil
+		log := func() string {
+			b, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
+			return string(b)
+		}
+		return faultsuite.Running{URL: url, Tries: tries, Stop: stop, Log: log}, nil
 	}
 }
 

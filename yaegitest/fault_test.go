@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,15 +80,17 @@ func TestPluginFaults(t *testing.T) {
 		fc := faultsuite.Case{Host: "Traefik plugin", Name: "`" + c.strategy + "`, " + c.name, Targets: c.targets,
 			Header: faultsuite.SpreadClients, InProcess: true, End: c.end}
 		doc := "strategy: " + c.strategy + "\n" + c.settings + "\ntrustedIPs:\n  - 127.0.0.1\n"
-		rows = append(rows, faultsuite.RunCase(t, base, fc, pluginProxy(t, l, count, base, doc)))
+		t.Run(c.strategy+"/"+c.name, func(t *testing.T) {
+			rows = append(rows, faultsuite.RunCase(t, base, fc, pluginProxy(t, l, count, doc)))
+		})
 	}
-	faultsuite.WriteDocs(t, rows)
+	faultsuite.WriteDocs(t, rows, len(cases))
 }
 
 // pluginProxy serves the interpreted middleware, built from the settings
-// doc and the backends, on base+3.
-func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()), base int, doc string) faultsuite.Proxy {
-	return func(backends []string, dead int) (string, func() int64, func(), error) {
+// doc and the backends, on the first port.
+func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()), doc string) faultsuite.Proxy {
+	return func(backends []string, dead int, ports []int) (faultsuite.Running, error) {
 		var urls []string
 		for _, b := range backends {
 			urls = append(urls, "http://"+b)
@@ -99,14 +99,14 @@ func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()),
 		h, err := l.newHandler(ctx, doc+serversYAML(urls), "lb")
 		if err != nil {
 			cancel()
-			return "", nil, nil, fmt.Errorf("New: %v\nconfig:\n%s", err, doc)
+			return faultsuite.Running{}, fmt.Errorf("New: %v\nconfig:\n%s", err, doc)
 		}
 		var tries atomic.Int64
 		count(h, dead, func() { tries.Add(1) })
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+3))
+		ln, err := faultsuite.Listen(fmt.Sprintf("127.0.0.1:%d", ports[0]))
 		if err != nil {
 			cancel()
-			return "", nil, nil, err
+			return faultsuite.Running{}, err
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		served := make(chan error, 1)
@@ -118,6 +118,6 @@ func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()),
 			}
 			cancel()
 		}
-		return "http://" + strings.TrimPrefix(ln.Addr().String(), "http://"), tries.Load, stop, nil
+		return faultsuite.Running{URL: "http://" + ln.Addr().String(), Tries: tries.Load, Stop: stop}, nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,17 +81,9 @@ func (b *Backend) Kill() {
 	}
 }
 
-// Restart starts the backend again on its address. The port may take a
-// moment to be free again; Restart tries for up to 2 s.
+// Restart starts the backend again on its address.
 func (b *Backend) Restart() error {
-	var ln net.Listener
-	var err error
-	for try := 0; try < 40; try++ {
-		if ln, err = net.Listen("tcp", b.Addr); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ln, err := Listen(b.Addr)
 	if err != nil {
 		return err
 	}
@@ -119,3 +112,31 @@ func (b *Backend) BadBodies() int64 { return b.badBodies.Load() }
 
 // Bodies is how many request bodies the backend read.
 func (b *Backend) Bodies() int64 { return b.bodies.Load() }
+
+// Listen listens on addr, trying for up to 2 s: the suite's fixed ports lie
+// in the range the system also hands out to outgoing connections, and one
+// of those may hold the port for a moment.
+func Listen(addr string) (net.Listener, error) {
+	var ln net.Listener
+	var err error
+	for try := 0; try < 40; try++ {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// Retry calls start until it succeeds or fails other than with "address
+// already in use" (see Listen), for up to 2 s.
+func Retry(start func() error) error {
+	var err error
+	for try := 0; try < 40; try++ {
+		if err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}

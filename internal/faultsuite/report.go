@@ -16,9 +16,9 @@ type Row struct {
 	Load   Load
 	Result Result
 	Down   Down
-	// Goroutines is how many more goroutines the process had after the
-	// all-down requests than before the load; -1 when not applicable (a
-	// proxy in another process).
+	// Goroutines is how many more goroutines the process had once the
+	// proxy was stopped and the backends down than before the case
+	// started them; -1 when not applicable (a proxy in another process).
 	Goroutines int
 	Sockets    int // connections to the backends or the proxy still open
 	Span       time.Duration
@@ -79,7 +79,7 @@ func (r Row) Problems(t Targets) []string {
 		add("with every backend down: %s, want only 502/503 within %s", r.Down, t.DownWithin)
 	}
 	if r.Goroutines > 0 {
-		add("%d goroutines more than before the load", r.Goroutines)
+		add("%d goroutines more after the case than before it", r.Goroutines)
 	}
 	if r.Sockets > 0 {
 		add("%d connections still open", r.Sockets)

@@ -2,9 +2,12 @@ package faultsuite
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,10 +41,21 @@ type Case struct {
 	InProcess bool
 }
 
-// Proxy starts the host in front of the backends' addresses and returns
-// its base URL, a count of its tries of the dead backend (nil if it cannot
-// be seen) and a function that stops it.
-type Proxy func(backends []string, dead int) (url string, tries func() int64, stop func(), err error)
+// Proxy starts the host in front of the backends' addresses, listening on
+// ports it is given (see FreePorts).
+type Proxy func(backends []string, dead int, ports []int) (Running, error)
+
+// Running is a started proxy.
+type Running struct {
+	URL string
+	// Tries counts the proxy's tries of the dead backend; nil if they
+	// cannot be seen.
+	Tries func() int64
+	Stop  func()
+	// Log, when set, returns the host's error log, shown when the case
+	// misses a target.
+	Log func() string
+}
 
 // Ports are the case's loopback ports: the three backends on base, base+1
 // and base+2; the proxy may use base+3 to base+9.
@@ -53,12 +67,33 @@ func Ports(base int) []int {
 	return p
 }
 
+// FreePorts returns n loopback ports from first to last that can be
+// listened on now. The suite's ports lie in the range the system hands out
+// to outgoing connections (32768 and up), so one of them may be taken by
+// some program's connection for a while; a proxy's own ports need not be
+// fixed, unlike the backends'.
+func FreePorts(first, last, n int) ([]int, error) {
+	var ports []int
+	for p := first; p <= last && len(ports) < n; p++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			ln.Close()
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("only %d of the ports %d to %d are free, want %d", len(ports), first, last, n)
+	}
+	return ports, nil
+}
+
 // RunCase runs c: three backends on base's ports, the proxy started by
 // start, the fault scenario, then every backend down; it reports each
 // missed target as a test error and returns the row.
 func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	t.Helper()
 	epoch := time.Now()
+	before := runtime.NumGoroutine()
 	var backends []*Backend
 	var addrs []string
 	defer func() {
@@ -75,19 +110,22 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 		addrs = append(addrs, b.Addr)
 	}
 	const dead = 2
-	url, tries, stop, err := start(addrs, dead)
+	free, err := FreePorts(base+3, base+9, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := start(addrs, dead, free)
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.Host, c.Name, err)
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
-			stop()
+			run.Stop()
 		}
 	}()
-	before := runtime.NumGoroutine()
 	load := DefaultLoad
-	load.URL, load.Header = url, c.Header
+	load.URL, load.Header = run.URL, c.Header
 	end := End
 	if c.End > 0 {
 		end = c.End
@@ -96,7 +134,7 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	now := time.Now()
 	offset := now.Sub(epoch)
 	sc := Scenario{Backends: backends, Dead: dead, Load: load, Epoch: epoch,
-		KillAt: offset + KillAt, RestartAt: offset + RestartAt, End: offset + end, Tries: tries}
+		KillAt: offset + KillAt, RestartAt: offset + RestartAt, End: offset + end, Tries: run.Tries}
 	res := sc.Run()
 	shift(&res, offset)
 	for _, b := range backends {
@@ -104,21 +142,30 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	}
 	down := AllDown(load, epoch, 12)
 	row := Row{Host: c.Host, Case: c.Name, Load: load, Result: res, Down: down, Goroutines: -1, Span: end}
+	run.Stop()
+	stopped = true
 	if c.InProcess {
-		// The backends' own goroutines are gone too; what the load or the
-		// faults started must be.
+		// With the proxy stopped and the backends down, every goroutine
+		// the case started must have ended.
 		row.Goroutines = Goroutines(before) - before
 		if row.Goroutines < 0 {
 			row.Goroutines = 0
 		}
 	}
-	stop()
-	stopped = true
 	if row.Sockets, err = Sockets(Ports(base)); err != nil {
 		t.Errorf("counting connections: %v", err)
 	}
-	for _, p := range row.Problems(c.Targets) {
+	problems := row.Problems(c.Targets)
+	for _, p := range problems {
 		t.Errorf("%s, %s: %s", c.Host, c.Name, p)
+	}
+	if row.Goroutines > 0 {
+		var sb strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&sb, 1)
+		t.Logf("the goroutines after the case:\n%s", sb.String())
+	}
+	if len(problems) > 0 && run.Log != nil {
+		t.Logf("%s's error log:\n%s", c.Host, tail(run.Log(), 20))
 	}
 	t.Logf("%s", row.Markdown())
 	return row
@@ -132,10 +179,16 @@ func shift(r *Result, offset time.Duration) {
 }
 
 // WriteDocs writes rows to docs/reliability.md, found from the test's
-// directory up, when LBPACK_WRITE_DOCS=1.
-func WriteDocs(t *testing.T, rows []Row) {
+// directory up, when LBPACK_WRITE_DOCS=1; a run of some cases only (a -run
+// filter: fewer rows than want) writes nothing, since the host's rows are
+// replaced together.
+func WriteDocs(t *testing.T, rows []Row, want int) {
 	t.Helper()
-	if os.Getenv("LBPACK_WRITE_DOCS") != "1" || len(rows) == 0 {
+	if os.Getenv("LBPACK_WRITE_DOCS") != "1" {
+		return
+	}
+	if len(rows) != want {
+		t.Errorf("LBPACK_WRITE_DOCS: %d of %d cases ran; docs/reliability.md is written from a run of all", len(rows), want)
 		return
 	}
 	path := "docs/reliability.md"
@@ -149,4 +202,13 @@ func WriteDocs(t *testing.T, rows []Row) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %d rows to %s", len(rows), path)
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
