@@ -6,8 +6,8 @@
 // with its admin endpoint on its own port; nginx runs as a process of its
 // own. The Traefik plugin's cases are in the yaegitest module.
 //
-// The suite uses the loopback ports 33100 to 33109 (Caddy) and 33110 to
-// 33119 (nginx); LBPACK_FAULT_PORT moves the first. With
+// The suite uses free loopback ports among 33100 to 33149 (Caddy) and
+// 33150 to 33199 (nginx); LBPACK_FAULT_PORT moves the first. With
 // LBPACK_WRITE_DOCS=1 it writes its rows to docs/reliability.md:
 //
 //	LBPACK_WRITE_DOCS=1 go test -count=1 -run . ./faults/

@@ -19,7 +19,7 @@ import (
 // moving from nginx has today.
 func TestNginxFaults(t *testing.T) {
 	bin := nginxBinary(t)
-	base := basePort(t) + 10
+	base := basePort(t) + faultsuite.PortSpan
 	next := "proxy_next_upstream error timeout; proxy_next_upstream_tries 3"
 	cases := []struct{ name, method string }{
 		{"round robin, " + next + ", max_fails=1 fail_timeout=1s", ""},
@@ -141,7 +141,8 @@ http {
 			b, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 			return string(b)
 		}
-		return faultsuite.Running{URL: url, Tries: tries, Stop: stop, Log: log}, nil
+		pids := func() []int { return faultsuite.Children(cmd.Process.Pid) }
+		return faultsuite.Running{URL: url, Pids: pids, Tries: tries, Stop: stop, Log: log}, nil
 	}
 }
 

@@ -31,8 +31,8 @@ func CountTries(h http.Handler, i int, count func()) {
 }
 `
 
-// faultPort is the first of the Traefik suite's loopback ports, 33400 to
-// 33409 unless LBPACK_FAULT_PORT_TRAEFIK moves them.
+// faultPort is the first of the Traefik suite's loopback ports (it takes
+// free ones among 33400 to 33449) unless LBPACK_FAULT_PORT_TRAEFIK moves it.
 func faultPort(t *testing.T) int {
 	if s := os.Getenv("LBPACK_FAULT_PORT_TRAEFIK"); s != "" {
 		p, err := strconv.Atoi(s)

@@ -41,7 +41,7 @@ type Targets struct {
 
 // Problems lists the targets the row misses. Every case must have: no
 // client-visible GET error while two backends live, no POST lost but those
-// in flight to the backend when it was killed, every body intact, at least
+// the kill may have cut (see CutGrace), every body intact, at least
 // half the paced requests sent (no stall), with every backend down only
 // 502/503 answers within DownWithin, and nothing left behind.
 func (r Row) Problems(t Targets) []string {
@@ -55,7 +55,7 @@ func (r Row) Problems(t Targets) []string {
 		add("%d GETs of %d failed with two backends alive: %s", res.GETErrors, res.Sent, strings.Join(res.FirstErrors, "; "))
 	}
 	if res.LostPOSTs > 0 {
-		add("%d POSTs failed that were not in flight at the kill: %s", res.LostPOSTs, strings.Join(res.FirstErrors, "; "))
+		add("%d POSTs failed that the kill did not cut: %s", res.LostPOSTs, strings.Join(res.FirstErrors, "; "))
 	}
 	if res.BadBodies > 0 || res.Bodies == 0 {
 		add("%d of %d request bodies arrived damaged", res.BadBodies, res.Bodies)
@@ -96,7 +96,7 @@ const (
 	endMark   = "<!-- end of fault table -->"
 )
 
-const tableHead = "| host | case | requests | GET errors | POST errors (in flight at the kill) | bodies damaged / checked | tries of the dead backend (last after kill; in its 2nd half) | traffic again after restart | its share per 0.5 s from its first answer | p99 / max while one is down | every backend down | left behind (goroutines, connections) |\n" +
+const tableHead = "| host | case | requests | GET errors | POST errors (POSTs the kill may cut) | bodies damaged / checked | tries of the dead backend (last after kill; in its 2nd half) | traffic again after restart | its share per 0.5 s from its first answer | p99 / max while one is down | every backend down | left behind (goroutines, connections) |\n" +
 	"|---|---|---:|---:|---:|---:|---|---:|---|---|---|---|\n"
 
 // Markdown is the row as a table line.

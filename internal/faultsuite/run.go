@@ -49,6 +49,14 @@ type Result struct {
 	FirstErrors []string
 }
 
+// CutGrace is how long after the kill a POST may still fail because of it:
+// the proxy learns that its idle connections to the backend were cut only
+// when it reads from them, and a POST it has sent on one is not retried (a
+// request already sent may have been processed; nginx does not retry it
+// either). A POST in flight at the kill, or sent within CutGrace after it,
+// may fail; any other POST error is a request lost.
+const CutGrace = 500 * time.Millisecond
+
 // Run runs the scenario and returns what it measured.
 func (s Scenario) Run() Result {
 	if s.Window == 0 {
@@ -85,8 +93,9 @@ func (s Scenario) Run() Result {
 		r.FirstErrors = append(r.FirstErrors, "restart: "+restartErr.Error())
 	}
 	var down []time.Duration
+	cut := func(q Request) bool { return q.At < s.KillAt+CutGrace && q.At+q.Took > s.KillAt }
 	for _, q := range reqs {
-		if q.Post && q.At < s.KillAt && q.At+q.Took > s.KillAt {
+		if q.Post && cut(q) {
 			r.POSTsCut++
 		}
 		if q.At >= s.KillAt && q.At < s.RestartAt {
@@ -97,7 +106,7 @@ func (s Scenario) Run() Result {
 		}
 		if q.Post {
 			r.POSTErrors++
-			if !(q.At < s.KillAt && q.At+q.Took > s.KillAt) {
+			if !cut(q) {
 				r.LostPOSTs++
 			}
 		} else {

@@ -14,23 +14,39 @@ const (
 	tcpListen   = 0x0A
 )
 
-// Sockets counts the TCP connections on this host, of any process, with
-// either end on one of ports, that are neither listening nor in TIME_WAIT:
-// the connections some program still holds. It waits up to 3 s for the
-// count to reach 0 (closing takes a few round trips) and returns the last.
-func Sockets(ports []int) (int, error) {
-	n, err := countSockets(ports)
+// Sockets counts the TCP connections held by the processes pids with
+// either end on one of ports, neither listening nor in TIME_WAIT. The
+// suite's ports lie in the range the system hands out to outgoing
+// connections, so other programs' sockets may use them too: only sockets
+// among the processes' open files count. It waits up to 3 s for the count
+// to reach 0 (closing takes a few round trips) and returns the last.
+func Sockets(ports, pids []int) (int, error) {
+	n, err := countSockets(ports, pids)
 	for k := 0; k < 60 && err == nil && n > 0; k++ {
 		time.Sleep(50 * time.Millisecond)
-		n, err = countSockets(ports)
+		n, err = countSockets(ports, pids)
 	}
 	return n, err
 }
 
-func countSockets(ports []int) (int, error) {
+func countSockets(ports, pids []int) (int, error) {
 	want := make(map[int]bool, len(ports))
 	for _, p := range ports {
 		want[p] = true
+	}
+	held := map[string]bool{}
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue // the process has ended: it holds nothing
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(dir + "/" + fd.Name())
+			if err == nil && strings.HasPrefix(link, "socket:[") {
+				held[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+			}
+		}
 	}
 	n := 0
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
@@ -41,7 +57,7 @@ func countSockets(ports []int) (int, error) {
 			}
 			return 0, err
 		}
-		c, err := countIn(bufio.NewScanner(f), want)
+		c, err := countIn(bufio.NewScanner(f), want, held)
 		f.Close()
 		if err != nil {
 			return 0, err
@@ -51,13 +67,14 @@ func countSockets(ports []int) (int, error) {
 	return n, nil
 }
 
-// countIn counts the lines of a /proc/net/tcp table that match.
-func countIn(sc *bufio.Scanner, want map[int]bool) (int, error) {
+// countIn counts the lines of a /proc/net/tcp table that match: a port
+// wanted, a socket inode held.
+func countIn(sc *bufio.Scanner, want map[int]bool, held map[string]bool) (int, error) {
 	n := 0
 	for first := true; sc.Scan(); first = false {
 		f := strings.Fields(sc.Text())
-		if first || len(f) < 4 {
-			continue // the header
+		if first || len(f) < 10 || !held[f[9]] {
+			continue // the header, or another program's socket
 		}
 		st, err := strconv.ParseUint(f[3], 16, 8)
 		if err != nil || st == tcpListen || st == tcpTimeWait {
@@ -81,4 +98,19 @@ func port(field string) int {
 		return -1
 	}
 	return int(p)
+}
+
+// Children returns pid and its child processes (nginx's workers).
+func Children(pid int) []int {
+	pids := []int{pid}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	if err != nil {
+		return pids
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, c)
+		}
+	}
+	return pids
 }

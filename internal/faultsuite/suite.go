@@ -21,9 +21,16 @@ const (
 )
 
 // DefaultLoad is the load of every case: 8 clients, each sending a request
-// every 25 ms (320 requests/s, far below any host's capacity here), every
-// fourth a POST of 4 KiB.
-var DefaultLoad = Load{Workers: 8, Interval: 25 * time.Millisecond, PostEvery: 4, BodySize: 4096}
+// every 25 ms (320 requests/s, far below any host's capacity here; every
+// 50 ms under the race detector), every fourth a POST of 4 KiB.
+var DefaultLoad = Load{Workers: 8, Interval: interval(), PostEvery: 4, BodySize: 4096}
+
+func interval() time.Duration {
+	if raceEnabled {
+		return 50 * time.Millisecond
+	}
+	return 25 * time.Millisecond
+}
 
 // Case is one host and configuration.
 type Case struct {
@@ -42,12 +49,16 @@ type Case struct {
 }
 
 // Proxy starts the host in front of the backends' addresses, listening on
-// ports it is given (see FreePorts).
+// the ports it is given: the first for the clients, the second for what
+// the host needs besides (Caddy's admin endpoint).
 type Proxy func(backends []string, dead int, ports []int) (Running, error)
 
 // Running is a started proxy.
 type Running struct {
 	URL string
+	// Pids are the proxy's processes, when it runs outside the test's
+	// process: their connections are counted with the test's own.
+	Pids func() []int
 	// Tries counts the proxy's tries of the dead backend; nil if they
 	// cannot be seen.
 	Tries func() int64
@@ -57,15 +68,9 @@ type Running struct {
 	Log func() string
 }
 
-// Ports are the case's loopback ports: the three backends on base, base+1
-// and base+2; the proxy may use base+3 to base+9.
-func Ports(base int) []int {
-	p := make([]int, 10)
-	for k := range p {
-		p[k] = base + k
-	}
-	return p
-}
+// PortSpan is how many ports from its base a suite may use: each case takes
+// five that are free (see FreePorts).
+const PortSpan = 50
 
 // FreePorts returns n loopback ports from first to last that can be
 // listened on now. The suite's ports lie in the range the system hands out
@@ -87,9 +92,10 @@ func FreePorts(first, last, n int) ([]int, error) {
 	return ports, nil
 }
 
-// RunCase runs c: three backends on base's ports, the proxy started by
-// start, the fault scenario, then every backend down; it reports each
-// missed target as a test error and returns the row.
+// RunCase runs c: three backends, the proxy started by start, the fault
+// scenario, then every backend down; it reports each missed target as a
+// test error and returns the row. The case's ports are free ones from base
+// to base+PortSpan-1: three for the backends, two for the proxy.
 func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	t.Helper()
 	epoch := time.Now()
@@ -101,8 +107,12 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 			b.Kill()
 		}
 	}()
+	ports, err := FreePorts(base, base+PortSpan-1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for k := 0; k < 3; k++ {
-		b, err := NewBackend(string(rune('a'+k)), fmt.Sprintf("127.0.0.1:%d", base+k), epoch)
+		b, err := NewBackend(string(rune('a'+k)), fmt.Sprintf("127.0.0.1:%d", ports[k]), epoch)
 		if err != nil {
 			t.Fatalf("backend: %v", err)
 		}
@@ -110,11 +120,7 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 		addrs = append(addrs, b.Addr)
 	}
 	const dead = 2
-	free, err := FreePorts(base+3, base+9, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := start(addrs, dead, free)
+	run, err := start(addrs, dead, ports[3:])
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.Host, c.Name, err)
 	}
@@ -142,6 +148,16 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 	}
 	down := AllDown(load, epoch, 12)
 	row := Row{Host: c.Host, Case: c.Name, Load: load, Result: res, Down: down, Goroutines: -1, Span: end}
+	// With the backends down and the clients gone, the proxy must hold no
+	// connection to either (its second port is the suite's: Caddy's admin
+	// endpoint, which the suite polls).
+	pids := []int{os.Getpid()}
+	if run.Pids != nil {
+		pids = append(pids, run.Pids()...)
+	}
+	if row.Sockets, err = Sockets(ports[:4], pids); err != nil {
+		t.Errorf("counting connections: %v", err)
+	}
 	run.Stop()
 	stopped = true
 	if c.InProcess {
@@ -151,9 +167,6 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 		if row.Goroutines < 0 {
 			row.Goroutines = 0
 		}
-	}
-	if row.Sockets, err = Sockets(Ports(base)); err != nil {
-		t.Errorf("counting connections: %v", err)
 	}
 	problems := row.Problems(c.Targets)
 	for _, p := range problems {
