@@ -325,7 +325,7 @@ scenario_line() {
 }
 
 scenarios_part() {
-	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) "$NGINX_PORT" "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 3)))
+	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) "$NGINX_PORT" "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 4)))
 	: >"$work/scenarios.tsv"
 	local servers=() i scen bflags
 	for i in 0 1 2 3 4; do servers+=("$HOST:$((BACKEND_PORT + i))"); done
@@ -368,12 +368,16 @@ scenarios_part() {
 		pids+=($!)
 		rows+=("HAProxy|leastconn|$HAPROXY_PORT")
 
-		local policies=("fair" "weighted_least_conn" "least_conn" "random_choose 2") port pol proxy
+		# "policy|more reverse_proxy directives": the last row adds Caddy's
+		# passive health checks counting 5xx answers, which is how a Caddy
+		# user keeps a fast-failing upstream out.
+		local policies=("fair|" "weighted_least_conn|" "least_conn|" "random_choose 2|" "fair|fail_duration 10s; unhealthy_status 5xx") port pol more proxy
 		{
 			printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
 			port=$CADDY_PORT
 			for pol in "${policies[@]}"; do
-				printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n  }\n}\n' "$HOST" "$port" "$HOST" "${servers[*]}" "$pol"
+				more="${pol#*|}"
+				printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n    %s\n  }\n}\n' "$HOST" "$port" "$HOST" "${servers[*]}" "${pol%%|*}" "${more//; /$'\n'    }"
 				port=$((port + 1))
 			done
 		} >"$work/Caddyfile-scenario"
@@ -382,7 +386,9 @@ scenarios_part() {
 		pids+=($!)
 		port=$CADDY_PORT
 		for pol in "${policies[@]}"; do
-			case "$pol" in fair | weighted_least_conn) proxy="Caddy+lbpack" ;; *) proxy="Caddy" ;; esac
+			case "$pol" in fair* | weighted_least_conn*) proxy="Caddy+lbpack" ;; *) proxy="Caddy" ;; esac
+			more="${pol#*|}"
+			pol="${pol%%|*}${more:+, $more}"
 			rows+=("$proxy|$pol|$port")
 			port=$((port + 1))
 		done
@@ -413,7 +419,7 @@ scenarios_part() {
 		echo "(an open loop: latency counts from when a request was due), $ROUNDS rounds over all rows, the round with the median p99 shown;"
 		echo "errors are answers other than 2xx and requests with no answer, over all rounds; shares are each backend's fraction of the requests, over all rounds."
 		echo "The fast backends can serve 800 requests/s each, the slow one 80: an even split would give it 20% of $RATE."
-		echo "Proxies: Caddy $caddy_version built by $caddy_from (no retries, no health checks: as the policies come);"
+		echo "Proxies: Caddy $caddy_version built by $caddy_from (no retries; no health checks but in the row that says so);"
 		echo "$(nginx -v 2>&1 | sed 's/.*: //') least_conn (upstream keepalive 64); $(haproxy -v | head -1 | awk '{print "HAProxy " $3}') leastconn."
 		echo
 		echo "| scenario | proxy | policy | p50 ms | p99 ms | errors | shares a / b / c / d / e |"
