@@ -159,6 +159,28 @@ summarize() {
 	printf '  %-13s %-30s %8s req/s  p99 %-9s %s\n' "$proxy" "$policy" "$1" "$3" "$shares"
 }
 
+# start_caddy CONF ENTRY...: writes to CONF a Caddyfile with one site per
+# entry, on CADDY_PORT and up, each proxying to the caller's servers with
+# the entry's policy ("policy" or "policy|directive; directive..."), and
+# starts Caddy on it, adding it to the caller's proxy_pids.
+start_caddy() {
+	local conf="$1" port=$CADDY_PORT entry more
+	shift
+	{
+		printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
+		for entry in "$@"; do
+			more=""
+			[[ "$entry" == *"|"* ]] && more="${entry#*|}"
+			printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n    %s\n  }\n}\n' \
+				"$HOST" "$port" "$HOST" "${servers[*]}" "${entry%%|*}" "${more//; /$'\n'    }"
+			port=$((port + 1))
+		done
+	} >"$conf"
+	XDG_DATA_HOME="$work/xdg" XDG_CONFIG_HOME="$work/xdg" "$work/caddy" run --config "$conf" --adapter caddyfile >"$work/caddy.log" 2>&1 &
+	pids+=($!)
+	proxy_pids+=($!)
+}
+
 throughput_part() {
 	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 99))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) \
 		$(seq "$HAPROXY_PORT" $((HAPROXY_PORT + 2))) $(seq "$CADDY_PORT" $((CADDY_PORT + 9)))
@@ -240,17 +262,7 @@ throughput_part() {
 			"url_hash ${weights[*]}"
 			"url_hash ${weights[*]} {"$'\n      mode maglev\n    }'
 		)
-		{
-			printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
-			port=$CADDY_PORT
-			for pol in "${policies[@]}"; do
-				printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n  }\n}\n' "$HOST" "$port" "$HOST" "${servers[*]}" "$pol"
-				port=$((port + 1))
-			done
-		} >"$conf"
-		XDG_DATA_HOME="$work/xdg" XDG_CONFIG_HOME="$work/xdg" "$work/caddy" run --config "$conf" --adapter caddyfile >"$work/caddy.log" 2>&1 &
-		pids+=($!)
-		proxy_pids+=($!)
+		start_caddy "$conf" "${policies[@]}"
 		port=$CADDY_PORT
 		for pol in "${policies[@]}"; do
 			name="${pol%% *}"
@@ -372,18 +384,7 @@ scenarios_part() {
 		# passive health checks counting 5xx answers, which is how a Caddy
 		# user keeps a fast-failing upstream out.
 		local policies=("fair|" "weighted_least_conn|" "least_conn|" "random_choose 2|" "fair|fail_duration 10s; unhealthy_status 5xx") port pol more proxy
-		{
-			printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
-			port=$CADDY_PORT
-			for pol in "${policies[@]}"; do
-				more="${pol#*|}"
-				printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n    %s\n  }\n}\n' "$HOST" "$port" "$HOST" "${servers[*]}" "${pol%%|*}" "${more//; /$'\n'    }"
-				port=$((port + 1))
-			done
-		} >"$work/Caddyfile-scenario"
-		XDG_DATA_HOME="$work/xdg" XDG_CONFIG_HOME="$work/xdg" "$work/caddy" run --config "$work/Caddyfile-scenario" --adapter caddyfile >"$work/caddy.log" 2>&1 &
-		proxy_pids+=($!)
-		pids+=($!)
+		start_caddy "$work/Caddyfile-scenario" "${policies[@]}"
 		port=$CADDY_PORT
 		for pol in "${policies[@]}"; do
 			case "$pol" in fair* | weighted_least_conn*) proxy="Caddy+lbpack" ;; *) proxy="Caddy" ;; esac

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,16 +20,7 @@ import (
 )
 
 // basePort is the first of the suite's ports (see the package comment).
-func basePort(t *testing.T) int {
-	if s := os.Getenv("LBPACK_FAULT_PORT"); s != "" {
-		p, err := strconv.Atoi(s)
-		if err != nil || p <= 0 || p > 65500 {
-			t.Fatalf("LBPACK_FAULT_PORT=%q: want a port number", s)
-		}
-		return p
-	}
-	return 33100
-}
+func basePort(t *testing.T) int { return faultsuite.BasePort(t, "LBPACK_FAULT_PORT", 33100) }
 
 // The health settings every policy runs with: lb_retries alone, Caddy's
 // passive health checks, its active ones.
@@ -75,7 +65,17 @@ func TestCaddyFaults(t *testing.T) {
 			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, policy+" {\n\t\t\tslow_start {dead} 2s\n\t\t}", h.directives)))
 		})
 	}
-	faultsuite.WriteDocs(t, rows, len(caddyPolicies)*len(caddyHealth)+3)
+	// lb_try_duration: Caddy waits lb_try_interval (250 ms by default)
+	// before each retry, and with every upstream down keeps trying for the
+	// whole duration: the answers come after it, not at once.
+	for _, policy := range []string{"smooth_wrr", "url_hash"} {
+		c := faultsuite.Case{Host: "Caddy", Name: "`" + policy + "`, lb_try_duration 1s", Header: faultsuite.SpreadClients, InProcess: true,
+			Targets: faultsuite.Targets{BackAgain: true, DownWithin: 2500 * time.Millisecond}}
+		t.Run(policy+"/lb_try_duration", func(t *testing.T) {
+			rows = append(rows, faultsuite.RunCase(t, base, c, caddyProxy(t, policy, "lb_try_duration 1s")))
+		})
+	}
+	faultsuite.WriteDocs(t, rows, len(caddyPolicies)*len(caddyHealth)+5)
 }
 
 // caddyProxy runs Caddy in this process: the site on the first port, the

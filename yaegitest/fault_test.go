@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,16 +31,7 @@ func CountTries(h http.Handler, i int, count func()) {
 
 // faultPort is the first of the Traefik suite's loopback ports (it takes
 // free ones among 33400 to 33449) unless LBPACK_FAULT_PORT_TRAEFIK moves it.
-func faultPort(t *testing.T) int {
-	if s := os.Getenv("LBPACK_FAULT_PORT_TRAEFIK"); s != "" {
-		p, err := strconv.Atoi(s)
-		if err != nil || p <= 0 || p > 65500 {
-			t.Fatalf("LBPACK_FAULT_PORT_TRAEFIK=%q: want a port number", s)
-		}
-		return p
-	}
-	return 33400
-}
+func faultPort(t *testing.T) int { return faultsuite.BasePort(t, "LBPACK_FAULT_PORT_TRAEFIK", 33400) }
 
 // TestPluginFaults is the Traefik half of the fault suite (faults/ in the
 // main module has Caddy and nginx): the plugin, loaded as Traefik loads it,

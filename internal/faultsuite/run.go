@@ -116,7 +116,7 @@ func (s Scenario) Run() Result {
 			r.FirstErrors = append(r.FirstErrors, describe(q))
 		}
 	}
-	r.P99, r.Max = quantile(down, 0.99), quantile(down, 1)
+	r.P99, r.Max = Quantile(down, 0.99), Quantile(down, 1)
 	for _, b := range s.Backends {
 		r.Bodies += b.Bodies()
 		r.BadBodies += b.BadBodies()
@@ -219,7 +219,8 @@ func describe(q Request) string {
 	return fmt.Sprintf("%s at %v: status %d", m, q.At.Round(time.Millisecond), q.Status)
 }
 
-func quantile(ds []time.Duration, q float64) time.Duration {
+// Quantile returns the q-quantile (nearest rank) of ds, 0 for none.
+func Quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}

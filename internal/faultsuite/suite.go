@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,20 @@ type Running struct {
 // PortSpan is how many ports from its base a suite may use: each case takes
 // five that are free (see FreePorts).
 const PortSpan = 50
+
+// BasePort returns the first of a suite's ports: def, or the port in the
+// environment variable env.
+func BasePort(t *testing.T, env string, def int) int {
+	s := os.Getenv(env)
+	if s == "" {
+		return def
+	}
+	p, err := strconv.Atoi(s)
+	if err != nil || p <= 0 || p > 65535-PortSpan {
+		t.Fatalf("%s=%q: want a port number", env, s)
+	}
+	return p
+}
 
 // FreePorts returns n loopback ports from first to last that can be
 // listened on now. The suite's ports lie in the range the system hands out

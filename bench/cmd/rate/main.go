@@ -19,9 +19,10 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
+
+	"github.com/lbpack/lbpack/internal/faultsuite"
 )
 
 func main() {
@@ -49,7 +50,6 @@ type result struct {
 }
 
 func (r result) String() string {
-	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
 	var sum time.Duration
 	for _, d := range r.latencies {
 		sum += d
@@ -59,25 +59,10 @@ func (r result) String() string {
 		mean = sum / time.Duration(len(r.latencies))
 	}
 	return fmt.Sprintf("%d %d %d %d %d %.2f %.2f %.2f", r.sent, r.ok, r.other, r.failed, r.skipped,
-		msOf(quantile(r.latencies, 0.50)), msOf(quantile(r.latencies, 0.99)), msOf(mean))
+		msOf(faultsuite.Quantile(r.latencies, 0.50)), msOf(faultsuite.Quantile(r.latencies, 0.99)), msOf(mean))
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// quantile of sorted durations (nearest rank).
-func quantile(s []time.Duration, q float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	k := int(q*float64(len(s))+0.5) - 1
-	if k < 0 {
-		k = 0
-	}
-	if k >= len(s) {
-		k = len(s) - 1
-	}
-	return s[k]
-}
 
 // run sends the requests on schedule and waits for the last answer.
 func run(client *http.Client, url string, rate float64, duration time.Duration, maxInFlight int) result {
