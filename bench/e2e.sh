@@ -12,7 +12,7 @@
 #
 #   bench/e2e.sh                              # both parts (about 10 minutes)
 #   DURATION=1s ROUNDS=1 bench/e2e.sh           # a quick check
-#   PARTS=scenarios BASE=33900 HOST=127.0.0.2 bench/e2e.sh   # one part, other ports
+#   PARTS=scenarios BASE=33800 HOST=127.0.0.2 bench/e2e.sh   # one part, other ports
 #
 # Every row (proxy and policy) runs once per round, rounds one after the
 # other, and the table shows each row's median round: load from elsewhere on
@@ -103,8 +103,9 @@ weight() {
 	fi
 }
 
-# Ports: BASE is the backends' counts endpoint, BASE+1.. the backends,
-# BASE-900.. nginx, BASE-800.. HAProxy, BASE-700.. Caddy.
+# Ports, 132 from BASE: BASE is the backends' counts endpoint, BASE+1 to
+# BASE+100 the backends, BASE+101.. nginx, BASE+111.. HAProxy, BASE+121..
+# Caddy.
 BASE="${BASE:-27000}"
 # HOST is the loopback address every process listens on: another than
 # 127.0.0.1 (127.0.0.2) keeps clear of other programs' outgoing connections,
@@ -112,9 +113,9 @@ BASE="${BASE:-27000}"
 HOST="${HOST:-127.0.0.1}"
 BACKEND_PORT=$((BASE + 1))
 CONTROL="$HOST:$BASE"
-NGINX_PORT=$((BASE - 900))
-HAPROXY_PORT=$((BASE - 800))
-CADDY_PORT=$((BASE - 700))
+NGINX_PORT=$((BASE + 101))
+HAPROXY_PORT=$((BASE + 111))
+CADDY_PORT=$((BASE + 121))
 # free_ports PORT...: fail unless every port is free.
 free_ports() {
 	for p in "$@"; do
