@@ -106,6 +106,13 @@ func (b *Backend) Served() []time.Duration {
 	return append([]time.Duration(nil), b.served...)
 }
 
+// servedSince reports whether the backend answered a request at t or later.
+func (b *Backend) servedSince(t time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.served) > 0 && b.served[len(b.served)-1] >= t
+}
+
 // BadBodies is how many request bodies did not match their checksum, of
 // Bodies received.
 func (b *Backend) BadBodies() int64 { return b.badBodies.Load() }

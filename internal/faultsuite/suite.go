@@ -162,7 +162,7 @@ func RunCase(t *testing.T, base int, c Case, start Proxy) Row {
 		b.Kill()
 	}
 	down := AllDown(load, epoch, 12)
-	row := Row{Host: c.Host, Case: c.Name, Load: load, Result: res, Down: down, Goroutines: -1, Span: end}
+	row := Row{Host: c.Host, Case: c.Name, Result: res, Down: down, Goroutines: -1}
 	// With the backends down and the clients gone, the proxy must hold no
 	// connection to either (its second port is the suite's: Caddy's admin
 	// endpoint, which the suite polls).
