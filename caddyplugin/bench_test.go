@@ -84,13 +84,23 @@ func BenchmarkSelect(b *testing.B) {
 				s.pol().healthy = func(u *reverseproxy.Upstream) bool { return u != down && u.Healthy() }
 				s.pol().available = func(u *reverseproxy.Upstream) bool { return u != down && u.Available() }
 			}
+			// Each Select is a new request's first try: forget ends the
+			// try and drops what the policy remembers of the request, as
+			// if it had ended (Caddy's policies remember nothing).
+			forget := func(*http.Request) {}
+			if s, ok := pc.sel.(selector); ok {
+				forget = s.pol().forget
+			}
 			pc.sel.Select(up, reqs[0], nil) // build the balancer outside the timing
+			forget(reqs[0])
 			b.Run("n="+strconv.Itoa(n)+"/"+pc.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
-					if pc.sel.Select(up, reqs[i&1023], nil) == nil {
+					r := reqs[i&1023]
+					if pc.sel.Select(up, r, nil) == nil {
 						b.Fatal("nil pick")
 					}
+					forget(r)
 				}
 			})
 		}

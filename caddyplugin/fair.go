@@ -24,11 +24,14 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy fair [<weight>...] {
-//		decay_time <duration>
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		decay_time   <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type Fair struct {
 	base

@@ -28,9 +28,11 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy nginx_ip_hash [<weight>...] {
-//		weight     <address> <weight>
-//		down       <address>...
-//		slow_start <address> <duration>
+//		weight       <address> <weight>
+//		down         <address>...
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type NginxIPHash struct {
 	base

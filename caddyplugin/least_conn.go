@@ -22,10 +22,13 @@ func init() {
 //
 //	lb_policy weighted_least_conn [<weight>...] {
 //		two_choices
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type WeightedLeastConn struct {
 	base

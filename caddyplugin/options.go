@@ -2,6 +2,7 @@ package caddyplugin
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ import (
 )
 
 // Options are the settings every lbpack policy shares: the upstreams'
-// weights and per-address flags. Caddy has no per-upstream weight, so the
+// weights and per-address settings. Caddy has no per-upstream weight, so the
 // policy carries them, either by position (like Caddy's own
 // weighted_round_robin) or by dial address (which also works for dynamic
 // upstreams, whose order and pointers change from request to request).
@@ -28,14 +29,26 @@ type Options struct {
 
 	// Upstreams holds per-upstream settings keyed by the upstream's dial
 	// address exactly as the reverse proxy has it ("10.0.0.1:80",
-	// "localhost:9001"). An upstream not listed weighs 1 and has no flags.
+	// "localhost:9001"). An upstream not listed weighs 1, has the
+	// policy-wide settings below and no flags.
 	Upstreams map[string]UpstreamOptions `json:"upstreams,omitempty"`
+
+	// MaxFails, FailTimeout and MaxConns are the defaults of the
+	// UpstreamOptions fields of the same names for every upstream.
+	MaxFails    int            `json:"max_fails,omitempty"`
+	FailTimeout caddy.Duration `json:"fail_timeout,omitempty"`
+	MaxConns    int            `json:"max_conns,omitempty"`
+
+	// policy is the module's name (for errors) and hashed says it is a hash
+	// policy; setup sets both.
+	policy string
+	hashed bool
 }
 
 // UpstreamOptions are the settings of one upstream, named by its dial address.
 type UpstreamOptions struct {
-	// Weight is the upstream's share relative to the others; at least 1.
-	// 0 means unset, that is 1 (or the positional weight).
+	// Weight is the upstream's share relative to the others, from 1 to
+	// 1000000. 0 means unset, that is 1 (or the positional weight).
 	Weight int `json:"weight,omitempty"`
 
 	// Backup upstreams are picked only when no other upstream is available.
@@ -48,90 +61,131 @@ type UpstreamOptions struct {
 
 	// SlowStart is the time over which an upstream that joins a running
 	// pool, or comes back after Caddy's health checks had it unhealthy,
-	// ramps its weight up from 10% to 100%.
+	// ramps its weight up from 10% to 100%. The hash policies refuse it (as
+	// NGINX Plus does): they map keys by weight.
 	SlowStart caddy.Duration `json:"slow_start,omitempty"`
+
+	// MaxFails is nginx's max_fails: after this many failed tries within
+	// FailTimeout the policy skips the upstream for FailTimeout, then lets
+	// one request probe it. 0 (default) leaves failures to Caddy's passive
+	// health checks.
+	MaxFails int `json:"max_fails,omitempty"`
+
+	// FailTimeout is nginx's fail_timeout, for MaxFails; default 10s.
+	FailTimeout caddy.Duration `json:"fail_timeout,omitempty"`
+
+	// MaxConns is nginx's max_conns: the policy sends the upstream at most
+	// this many requests at once (counted by this policy; Caddy's own
+	// max_requests counts all of the upstream's). 0: no cap.
+	MaxConns int `json:"max_conns,omitempty"`
 }
 
 // optionParser handles the Caddyfile subdirectives that only one policy has.
 // It returns false for a subdirective it does not know.
 type optionParser func(d *caddyfile.Dispenser, name string) (bool, error)
 
+// An addressOption is a per-upstream Caddyfile subdirective,
+// `<name> <address> <value>` (or `<name> <address>...` for the flags); the
+// ones in policyWide also have a policy-wide form, `<name> <value>`.
+type addressOption struct {
+	name string
+	flag bool // no value: one or more addresses
+	// set parses value into u; what names the option in errors. Not
+	// called for flags.
+	set func(u *UpstreamOptions, what, value string) error
+	// given reports whether u has the option set.
+	given func(u UpstreamOptions) bool
+}
+
+// addressOptions are the per-upstream subdirectives, in the order errors
+// name them.
+var addressOptions = []addressOption{
+	{name: "weight", given: func(u UpstreamOptions) bool { return u.Weight != 0 },
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.Weight, err = parseWeight(value, what)
+			return err
+		}},
+	{name: "backup", flag: true, given: func(u UpstreamOptions) bool { return u.Backup }},
+	{name: "down", flag: true, given: func(u UpstreamOptions) bool { return u.Down }},
+	{name: "slow_start", given: func(u UpstreamOptions) bool { return u.SlowStart != 0 },
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.SlowStart, err = parseDuration(value, what)
+			return err
+		}},
+	{name: "max_fails", given: func(u UpstreamOptions) bool { return u.MaxFails != 0 },
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.MaxFails, err = parseCount(value, what)
+			return err
+		}},
+	{name: "fail_timeout", given: func(u UpstreamOptions) bool { return u.FailTimeout != 0 },
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.FailTimeout, err = parseDuration(value, what)
+			return err
+		}},
+	{name: "max_conns", given: func(u UpstreamOptions) bool { return u.MaxConns != 0 },
+		set: func(u *UpstreamOptions, what, value string) (err error) {
+			u.MaxConns, err = parseCount(value, what)
+			return err
+		}},
+}
+
+// policyWide are the address options that also have a policy-wide form.
+var policyWide = map[string]bool{"max_fails": true, "fail_timeout": true, "max_conns": true}
+
+// setWide takes the policy-wide settings that u sets.
+func (o *Options) setWide(u UpstreamOptions) {
+	if u.MaxFails != 0 {
+		o.MaxFails = u.MaxFails
+	}
+	if u.FailTimeout != 0 {
+		o.FailTimeout = u.FailTimeout
+	}
+	if u.MaxConns != 0 {
+		o.MaxConns = u.MaxConns
+	}
+}
+
 // unmarshal reads the shared part of a policy's Caddyfile tokens:
 //
 //	lb_policy <name> [<weight>...] {
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //		<policy options>
 //	}
+//
+// Every option may be given once (once per address for the per-address
+// ones).
 func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 	d.Next() // the policy name
 	policy := d.Val()
 	for d.NextArg() {
-		w, err := parseWeight(d, "weight")
+		w, err := parseWeight(d.Val(), "weight")
 		if err != nil {
-			return err
+			return d.Errf("lb_policy %s: %v", policy, err)
 		}
 		o.Weights = append(o.Weights, w)
 	}
+	seen := map[string]bool{} // policy-wide options and per-address ones, as "name addr"
+	once := func(what string) error {
+		if seen[what] {
+			return d.Errf("lb_policy %s: %s: given twice", policy, what)
+		}
+		seen[what] = true
+		return nil
+	}
 	for d.NextBlock(0) {
-		switch name := d.Val(); name {
-		case "weight":
-			addr, err := addressArg(d, name)
-			if err != nil {
-				return err
-			}
-			if !d.NextArg() {
-				return d.Errf("lb_policy %s: weight %s: missing the weight", policy, addr)
-			}
-			w, err := parseWeight(d, "weight "+addr)
-			if err != nil {
-				return err
-			}
-			if err := noMoreArgs(d, name); err != nil {
-				return err
-			}
-			u := o.upstream(addr)
-			if u.Weight != 0 {
-				return d.Errf("lb_policy %s: weight %s: given twice", policy, addr)
-			}
-			u.Weight = w
-			o.Upstreams[addr] = u
-		case "backup", "down":
-			if !d.NextArg() {
-				return d.Errf("lb_policy %s: %s: want one or more upstream addresses", policy, name)
-			}
-			for {
-				addr := d.Val()
-				if err := checkDial(addr); err != nil {
-					return d.Errf("lb_policy %s: %s %q: %v", policy, name, addr, err)
-				}
-				u := o.upstream(addr)
-				if name == "backup" {
-					u.Backup = true
-				} else {
-					u.Down = true
-				}
-				o.Upstreams[addr] = u
-				if !d.NextArg() {
-					break
-				}
-			}
-		case "slow_start":
-			addr, err := addressArg(d, name)
-			if err != nil {
-				return err
-			}
-			dur, err := durationArg(d, "slow_start "+addr)
-			if err != nil {
-				return err
-			}
-			u := o.upstream(addr)
-			u.SlowStart = dur
-			o.Upstreams[addr] = u
-		default:
+		name := d.Val()
+		opt := findOption(name)
+		if opt == nil {
 			if extra != nil {
+				if err := once(name); err != nil {
+					return err
+				}
 				ok, err := extra(d, name)
 				if err != nil {
 					return err
@@ -141,6 +195,67 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 				}
 			}
 			return d.Errf("lb_policy %s: unknown option %q", policy, name)
+		}
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			return d.Errf("lb_policy %s: %s: missing the upstream address", policy, name)
+		}
+		if opt.flag {
+			for _, addr := range args {
+				if err := checkDial(addr); err != nil {
+					return d.Errf("lb_policy %s: %s %q: %v (want the upstream's dial address, host:port)", policy, name, addr, err)
+				}
+				if err := once(name + " " + addr); err != nil {
+					return err
+				}
+				u := o.upstream(addr)
+				if name == "backup" {
+					u.Backup = true
+				} else {
+					u.Down = true
+				}
+				o.Upstreams[addr] = u
+			}
+			continue
+		}
+		// `<name> <value>` (policy-wide) or `<name> <address> <value>`.
+		switch {
+		case len(args) == 1 && policyWide[name]:
+			if err := once(name); err != nil {
+				return err
+			}
+			var wide UpstreamOptions
+			if err := opt.set(&wide, name, args[0]); err != nil {
+				return d.Errf("lb_policy %s: %v", policy, err)
+			}
+			o.setWide(wide)
+			continue
+		case len(args) == 1:
+			return d.Errf("lb_policy %s: %s %s: missing the value (want %s <address> <value>)", policy, name, args[0], name)
+		case len(args) > 2:
+			return d.Errf("lb_policy %s: %s: unexpected argument %q", policy, name, args[2])
+		}
+		addr := args[0]
+		if err := checkDial(addr); err != nil {
+			return d.Errf("lb_policy %s: %s %q: %v (want the upstream's dial address, host:port)", policy, name, addr, err)
+		}
+		if err := once(name + " " + addr); err != nil {
+			return err
+		}
+		u := o.upstream(addr)
+		if err := opt.set(&u, name+" "+addr, args[1]); err != nil {
+			return d.Errf("lb_policy %s: %v", policy, err)
+		}
+		o.Upstreams[addr] = u
+	}
+	return nil
+}
+
+// findOption returns the address option called name, or nil.
+func findOption(name string) *addressOption {
+	for i := range addressOptions {
+		if addressOptions[i].name == name {
+			return &addressOptions[i]
 		}
 	}
 	return nil
@@ -154,29 +269,86 @@ func (o *Options) upstream(addr string) UpstreamOptions {
 	return o.Upstreams[addr]
 }
 
-// validate checks the options on their own, without the upstreams.
+// given returns the names of the options u sets, as the user wrote them:
+// "weight", "backup and down".
+func given(u UpstreamOptions) string {
+	var names []string
+	for _, opt := range addressOptions {
+		if opt.given(u) {
+			names = append(names, opt.name)
+		}
+	}
+	if len(names) == 0 {
+		return "options for"
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// validate checks the options on their own, without the upstreams. Errors
+// name the options as the Caddyfile writes them (the JSON fields have the
+// same names).
 func (o *Options) validate() error {
 	for i, w := range o.Weights {
-		if w < 1 {
-			return fmt.Errorf("weights[%d] %d: must be at least 1 (mark an upstream down instead)", i, w)
+		if w < 1 || w > core.MaxWeight {
+			return fmt.Errorf("weights[%d] %d: must be from 1 to %d (mark an upstream down instead)", i, w, core.MaxWeight)
 		}
+	}
+	if o.MaxFails < 0 || o.MaxConns < 0 || o.FailTimeout < 0 {
+		return fmt.Errorf("max_fails %d, max_conns %d, fail_timeout %v: must not be negative", o.MaxFails, o.MaxConns, time.Duration(o.FailTimeout))
+	}
+	if o.FailTimeout != 0 && o.MaxFails == 0 && !o.anyMaxFails() {
+		return fmt.Errorf("fail_timeout %v: has no effect without max_fails", time.Duration(o.FailTimeout))
 	}
 	for _, addr := range o.addresses() {
 		u := o.Upstreams[addr]
-		if err := checkDial(addr); err != nil {
-			return fmt.Errorf("upstreams %q: %v", addr, err)
-		}
-		if u.Weight < 0 {
-			return fmt.Errorf("upstreams %q: weight %d: must be at least 1", addr, u.Weight)
-		}
-		if u.SlowStart < 0 {
-			return fmt.Errorf("upstreams %q: slow_start %v: must not be negative", addr, time.Duration(u.SlowStart))
-		}
-		if u.Weight != 0 && len(o.Weights) > 0 {
-			return fmt.Errorf("upstreams %q: weight: give weights by position or by address, not both", addr)
+		what := given(u) + " " + addr
+		switch {
+		case checkDial(addr) != nil:
+			return fmt.Errorf("%s: %v (want the upstream's dial address, host:port)", what, checkDial(addr))
+		case u.Weight < 0 || u.Weight > core.MaxWeight:
+			return fmt.Errorf("weight %s %d: must be from 1 to %d", addr, u.Weight, core.MaxWeight)
+		case u.Weight != 0 && len(o.Weights) > 0:
+			return fmt.Errorf("weight %s: give weights by position or by address, not both", addr)
+		case u.Backup && u.Down:
+			return fmt.Errorf("backup and down %s: an upstream is a backup or down, not both", addr)
+		case u.SlowStart < 0:
+			return fmt.Errorf("slow_start %s %v: must not be negative", addr, time.Duration(u.SlowStart))
+		case u.SlowStart != 0 && o.hashed:
+			return fmt.Errorf("slow_start %s: a hash policy maps keys by weight and cannot ramp an upstream up (NGINX Plus refuses slow_start with hash too)", addr)
+		case u.MaxFails < 0 || u.MaxConns < 0 || u.FailTimeout < 0:
+			return fmt.Errorf("%s: must not be negative", what)
+		case u.FailTimeout != 0 && u.MaxFails == 0 && o.MaxFails == 0:
+			return fmt.Errorf("fail_timeout %s %v: has no effect without max_fails", addr, time.Duration(u.FailTimeout))
 		}
 	}
 	return nil
+}
+
+// anyMaxFails reports whether some upstream has its own max_fails.
+func (o *Options) anyMaxFails() bool {
+	for _, u := range o.Upstreams {
+		if u.MaxFails != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tracks reports whether the options need the policy to report every try
+// to the balancer (max_fails counts failures, max_conns requests in flight).
+func (o *Options) tracks() bool {
+	if o.MaxFails != 0 || o.MaxConns != 0 {
+		return true
+	}
+	for _, u := range o.Upstreams {
+		if u.MaxFails != 0 || u.MaxConns != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // addresses returns the addresses with settings, sorted, so that errors and
@@ -191,14 +363,14 @@ func (o *Options) addresses() []string {
 }
 
 // backends turns the dial addresses of a pool, in pool order, into core
-// backends with the configured weights and flags.
+// backends with the configured weights and settings.
 func (o *Options) backends(dials []string) ([]core.Backend, error) {
 	if len(o.Weights) > 0 && len(o.Weights) != len(dials) {
 		return nil, fmt.Errorf("weights: %d positional weights for %d upstreams; give one per upstream or use `weight <address> <n>`", len(o.Weights), len(dials))
 	}
 	out := make([]core.Backend, len(dials))
 	for i, dial := range dials {
-		b := core.Backend{Address: dial, Weight: 1}
+		b := core.Backend{Address: dial, Weight: 1, MaxFails: o.MaxFails, FailTimeout: time.Duration(o.FailTimeout), MaxConns: o.MaxConns}
 		if len(o.Weights) > 0 {
 			b.Weight = o.Weights[i]
 		}
@@ -209,6 +381,15 @@ func (o *Options) backends(dials []string) ([]core.Backend, error) {
 			b.Backup = u.Backup
 			b.Down = u.Down
 			b.SlowStart = time.Duration(u.SlowStart)
+			if u.MaxFails != 0 {
+				b.MaxFails = u.MaxFails
+			}
+			if u.FailTimeout != 0 {
+				b.FailTimeout = time.Duration(u.FailTimeout)
+			}
+			if u.MaxConns != 0 {
+				b.MaxConns = u.MaxConns
+			}
 		}
 		out[i] = b
 	}
@@ -227,34 +408,71 @@ func (o *Options) checkStatic(dials []string) error {
 	}
 	for _, addr := range o.addresses() {
 		if !have[addr] {
-			return fmt.Errorf("upstreams %q: not one of the reverse proxy's upstreams %v", addr, dials)
+			return fmt.Errorf("%s %s: not one of the reverse proxy's upstreams %v (options name an upstream by its dial address as written there)", given(o.Upstreams[addr]), addr, dials)
 		}
 	}
 	return nil
 }
 
-// parseWeight reads the current token as a weight; what names it in errors.
-func parseWeight(d *caddyfile.Dispenser, what string) (int, error) {
-	w, err := strconv.Atoi(d.Val())
-	if err != nil {
-		return 0, d.Errf("%s %q: not an integer", what, d.Val())
+// coreField matches what core's errors call a backend: "backends[2]" and
+// the field after it, if any.
+var coreField = regexp.MustCompile(`backends\[(\d+)\](?:\.(\w+))?`)
+
+// explain rewrites an error of core's for the backends over dials in the
+// words of the Caddyfile: the upstream's address for "backends[i]", the
+// policy for core's strategy name, mode for hash_mode.
+func explain(err error, dials []string, strategy, policy string) error {
+	if err == nil {
+		return nil
 	}
-	if w < 1 {
-		return 0, d.Errf("%s %q: must be at least 1 (mark an upstream down instead)", what, d.Val())
+	msg := strings.TrimPrefix(err.Error(), "lbpack: ")
+	msg = coreField.ReplaceAllStringFunc(msg, func(s string) string {
+		m := coreField.FindStringSubmatch(s)
+		i, _ := strconv.Atoi(m[1])
+		addr := "#" + m[1]
+		if i < len(dials) {
+			addr = dials[i]
+		}
+		switch m[2] {
+		case "", "address":
+			return "upstream " + addr
+		}
+		return m[2] + " " + addr
+	})
+	msg = strings.ReplaceAll(msg, "strategy "+strconv.Quote(strategy), "lb_policy "+policy)
+	msg = strings.ReplaceAll(msg, "hash_mode", "mode")
+	msg = strings.ReplaceAll(msg, "backends: every backend", "upstreams: every upstream")
+	return fmt.Errorf("lb_policy %s: %s", policy, msg)
+}
+
+// parseWeight parses a weight; what names it in errors.
+func parseWeight(s, what string) (int, error) {
+	w, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: not an integer", what, s)
+	}
+	if w < 1 || w > core.MaxWeight {
+		return 0, fmt.Errorf("%s %q: must be from 1 to %d (mark an upstream down instead)", what, s, core.MaxWeight)
 	}
 	return w, nil
 }
 
-// addressArg reads the next argument as an upstream dial address.
-func addressArg(d *caddyfile.Dispenser, option string) (string, error) {
-	if !d.NextArg() {
-		return "", d.Errf("%s: missing the upstream address", option)
+// parseCount parses a count of at least 1.
+func parseCount(s, what string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s %q: want a whole number of at least 1", what, s)
 	}
-	addr := d.Val()
-	if err := checkDial(addr); err != nil {
-		return "", d.Errf("%s %q: %v (want the upstream's dial address, host:port)", option, addr, err)
+	return n, nil
+}
+
+// parseDuration parses a positive duration.
+func parseDuration(s, what string) (caddy.Duration, error) {
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, fmt.Errorf("%s %q: want a positive duration", what, s)
 	}
-	return addr, nil
+	return caddy.Duration(dur), nil
 }
 
 // noMoreArgs fails when a subdirective has extra arguments.
@@ -270,11 +488,11 @@ func durationArg(d *caddyfile.Dispenser, option string) (caddy.Duration, error) 
 	if !d.NextArg() {
 		return 0, d.Errf("%s: missing the duration", option)
 	}
-	dur, err := caddy.ParseDuration(d.Val())
-	if err != nil || dur <= 0 {
-		return 0, d.Errf("%s %q: want a positive duration", option, d.Val())
+	dur, err := parseDuration(d.Val(), option)
+	if err != nil {
+		return 0, d.Err(err.Error())
 	}
-	return caddy.Duration(dur), noMoreArgs(d, option)
+	return dur, noMoreArgs(d, option)
 }
 
 // checkDial checks an upstream's dial address: core's host:port check, and

@@ -33,7 +33,12 @@ type base struct {
 }
 
 // Validate checks the options.
-func (b *base) Validate() error { return b.Options.validate() }
+func (b *base) Validate() error {
+	if err := b.Options.validate(); err != nil {
+		return fmt.Errorf("lb_policy %s: %v", b.policy, err)
+	}
+	return nil
+}
 
 // Cleanup removes the policy from the admin endpoint and the metrics.
 func (b *base) Cleanup() error { return b.p.cleanup() }
@@ -57,8 +62,11 @@ type policy struct {
 
 	// key returns what the hash strategies hash; nil for the others.
 	key func(*http.Request) string
+	// fallback, if set, takes the requests whose key is empty.
+	fallback reverseproxy.Selector
 	// track makes Select report each attempt's start and end to the
-	// balancer (fair, weighted_least_conn, url_hash's bounded mode).
+	// balancer (fair, weighted_least_conn, url_hash's bounded mode, and any
+	// policy with max_fails or max_conns).
 	track bool
 	// available says whether an upstream may take a request now (Caddy's
 	// Upstream.Available: healthy and not full); healthy is the health part
@@ -80,11 +88,13 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu    sync.Mutex            // guards sets, stats and base (the slow path)
+	mu    sync.Mutex            // guards sets, stats, base, all and warned (the slow path)
 	sets  map[string]*poolEntry // by the sorted set of dial addresses
 	stats map[string]*upstreamStats
 	base  *core.Balancer // the latest balancer (the admin endpoint's before any request)
 	all   *core.Balancer // over every address of sets; new sets derive from it
+	// warned records the warnings given once (see warnSet).
+	warned struct{ first, allDown bool }
 }
 
 // poolEntry is the balancer for one set of dial addresses.
@@ -157,7 +167,9 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	p.id = name + "#" + strconv.FormatInt(policySeq.Add(1), 10)
 	p.opts = opts
 	p.cfg = cfg
-	p.logger = ctx.Logger()
+	if p.logger == nil { // tests set their own
+		p.logger = ctx.Logger()
+	}
 	p.attemptVar = "lbpack.attempt." + p.id
 	if p.available == nil {
 		p.available = (*reverseproxy.Upstream).Available
@@ -170,8 +182,13 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	}
 	p.sets = make(map[string]*poolEntry)
 	p.stats = make(map[string]*upstreamStats)
+	opts.policy = name
+	opts.hashed = cfg.Strategy == core.URLHash || cfg.Strategy == core.IPHash
+	// max_fails counts failed tries and max_conns tries in flight: the
+	// balancer must hear of every one.
+	p.track = p.track || opts.tracks()
 	if err := opts.validate(); err != nil {
-		return err
+		return fmt.Errorf("lb_policy %s: %v", name, err)
 	}
 	if err := p.checkAgainstHandler(ctx); err != nil {
 		return err
@@ -203,7 +220,7 @@ func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
 			dials[i] = u.Dial
 		}
 		if err := p.opts.checkStatic(dials); err != nil {
-			return err
+			return fmt.Errorf("lb_policy %s: %v", p.name, err)
 		}
 		p.mu.Lock()
 		e := p.entryFor(dials)
@@ -225,7 +242,7 @@ func (p *policy) checkAgainstHandler(ctx caddy.Context) error {
 	cfg := p.cfg
 	cfg.Backends = backends
 	_, err = core.New(cfg)
-	return err
+	return explain(err, dials, p.cfg.Strategy, p.name)
 }
 
 func allBackups(o *Options) bool {
@@ -263,14 +280,16 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	if e.err != nil {
 		return nil
 	}
+	var key string
+	if p.key != nil {
+		if key = p.key(r); key == "" && p.fallback != nil {
+			return p.fallback.Select(pool, r, nil)
+		}
+	}
 	vars, _ := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	var tried []string
 	if prev := vars[p.attemptVar]; prev != nil {
 		tried = retrying(prev)
-	}
-	var key string
-	if p.key != nil {
-		key = p.key(r)
 	}
 	i := p.choose(s, key, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
@@ -424,6 +443,10 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 	}
 	if e.err == nil {
 		e.bal, e.err = p.derive(backends)
+		e.err = explain(e.err, dials, p.cfg.Strategy, p.name)
+	}
+	if e.err == nil {
+		p.warnSet(dials, backends)
 	}
 	if e.err != nil {
 		p.logger.Error("cannot balance this upstream pool; requests get 503",
@@ -454,6 +477,36 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 		p.pruneStats()
 	}
 	return e
+}
+
+// warnSet warns, once per policy, of what a new set of upstreams shows:
+// options naming an address that the first set lacks (with static upstreams
+// Provision refuses them; dynamic ones may still bring it, but an address
+// written otherwise than the source gives it, "localhost:80" for
+// "127.0.0.1:80", never matches), and every upstream down. p.mu must be held.
+func (p *policy) warnSet(dials []string, backends []core.Backend) {
+	if !p.warned.first {
+		p.warned.first = true
+		have := make(map[string]bool, len(dials))
+		for _, d := range dials {
+			have[d] = true
+		}
+		for _, addr := range p.opts.addresses() {
+			if !have[addr] {
+				p.logger.Warn("an option names an address that is not among the upstreams; options match an upstream's dial address exactly",
+					zap.String("policy", p.id), zap.String("option", given(p.opts.Upstreams[addr])+" "+addr), zap.Strings("upstreams", dials))
+			}
+		}
+	}
+	for _, b := range backends {
+		if !b.Down {
+			return
+		}
+	}
+	if !p.warned.allDown {
+		p.warned.allDown = true
+		p.logger.Warn("every upstream is marked down; requests get 503", zap.String("policy", p.id), zap.Strings("upstreams", dials))
+	}
 }
 
 // setKey is the cache key of a sorted set of dial addresses: each one

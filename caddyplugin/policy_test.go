@@ -400,6 +400,17 @@ func cancelRequest(r *http.Request) {
 
 type cancelKey struct{}
 
+// forget makes r a new request to p again: it ends r's try through p as
+// the end of the request would (as a success) and drops what p remembers of r.
+func (p *policy) forget(r *http.Request) {
+	vars := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	if a, ok := vars[p.attemptVar].(*attempt); ok && a.e != nil {
+		a.stop()
+		a.finish(false)
+	}
+	delete(vars, p.attemptVar)
+}
+
 // waitIdle waits (at most a second) until no attempt of p is in flight:
 // attempts end in a callback that runs after the request's context is done.
 func waitIdle(t testing.TB, p *policy) {

@@ -19,11 +19,14 @@ func init() {
 // Caddyfile:
 //
 //	lb_policy smooth_wrr [<weight>...] {
-//		weight     <address> <weight>
-//		backup     <address>...
-//		down       <address>...
-//		slow_start <address> <duration>
+//		weight       <address> <weight>
+//		backup       <address>...
+//		down         <address>...
+//		slow_start   <address> <duration>
 //		stagger
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type SmoothWRR struct {
 	base

@@ -1,13 +1,17 @@
 package caddyplugin
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"go.uber.org/zap"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -23,23 +27,28 @@ const defaultHashKey = "{http.request.uri}"
 // "hash $key [consistent]". The key is any Caddy placeholder expression:
 // {http.request.uri} (default), {client_ip} (the client address as Caddy's
 // trusted_proxies determine it), {http.request.header.X-User},
-// {http.request.cookie.sid}, or several combined.
+// {http.request.cookie.sid}, or several combined. A request whose key is
+// empty (no such header, say) goes to the fallback policy, by default
+// nginx's own choice for an empty key: its weighted round robin.
 //
 // Caddyfile:
 //
 //	lb_policy url_hash [<weight>...] {
-//		key         <placeholders>
-//		mode        ketama|maglev|bounded|modulo
-//		load_factor <c>
-//		weight      <address> <weight>
-//		down        <address>...
-//		slow_start  <address> <duration>
+//		key          <placeholders>
+//		mode         ketama|maglev|bounded|modulo
+//		load_factor  <c>
+//		fallback     <policy> [{ <policy options> }]
+//		weight       <address> <weight>
+//		down         <address>...
+//		max_fails    [<address>] <n>
+//		fail_timeout [<address>] <duration>
+//		max_conns    [<address>] <n>
 //	}
 type URLHash struct {
 	base
 
-	// Key is the placeholder expression whose value is hashed; an empty
-	// value is hashed like any other. Default: {http.request.uri}.
+	// Key is the placeholder expression whose value is hashed. Default:
+	// {http.request.uri}.
 	Key string `json:"key,omitempty"`
 
 	// Mode is the mapping from hash to upstream: "ketama" (default; nginx's
@@ -53,6 +62,12 @@ type URLHash struct {
 	// LoadFactor is the bounded mode's c: an upstream takes at most
 	// ceil(c * mean) requests in flight. 0 means 1.25; otherwise above 1.
 	LoadFactor float64 `json:"load_factor,omitempty"`
+
+	// FallbackRaw is the policy for a request whose key is empty, as Caddy's
+	// header, cookie and query policies have one. Default: none, that is
+	// nginx's weighted round robin (smooth_wrr over the weights), which is
+	// what nginx's hash does with an empty key.
+	FallbackRaw json.RawMessage `json:"fallback,omitempty" caddy:"namespace=http.reverse_proxy.selection_policies inline_key=policy"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -66,13 +81,32 @@ func (*URLHash) CaddyModule() caddy.ModuleInfo {
 // Provision checks the options against the reverse proxy's upstreams and
 // prepares the balancer.
 func (m *URLHash) Provision(ctx caddy.Context) error {
+	switch m.Mode {
+	case "", core.HashKetama, core.HashMaglev, core.HashBounded, core.HashModulo:
+	default:
+		return fmt.Errorf("lb_policy url_hash: mode %q: unknown (want ketama, maglev, bounded or modulo)", m.Mode)
+	}
 	if m.Key == "" {
 		m.Key = defaultHashKey
 	}
+	if m.FallbackRaw != nil {
+		mod, err := ctx.LoadModule(m, "FallbackRaw")
+		if err != nil {
+			return fmt.Errorf("lb_policy url_hash: fallback: %v", err)
+		}
+		m.p.fallback = mod.(reverseproxy.Selector)
+	}
 	m.p.key = placeholderKey(m.Key)
 	m.p.track = m.Mode == core.HashBounded // bounded counts requests in flight
-	return m.p.setup(ctx, "url_hash", &m.Options,
-		core.Config{Strategy: core.URLHash, HashMode: m.Mode, LoadFactor: m.LoadFactor})
+	if err := m.p.setup(ctx, "url_hash", &m.Options,
+		core.Config{Strategy: core.URLHash, HashMode: m.Mode, LoadFactor: m.LoadFactor}); err != nil {
+		return err
+	}
+	for _, name := range unknownPlaceholders(m.Key) {
+		m.p.logger.Warn("the key holds a placeholder Caddy does not know; it expands to nothing",
+			zap.String("policy", m.p.id), zap.String("key", m.Key), zap.String("placeholder", "{"+name+"}"))
+	}
+	return nil
 }
 
 // UnmarshalCaddyfile sets up the policy from Caddyfile tokens.
@@ -83,8 +117,17 @@ func (m *URLHash) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.NextArg() {
 				return true, d.Errf("key: missing the placeholder expression")
 			}
-			m.Key = d.Val()
+			if m.Key = d.Val(); m.Key == "" {
+				return true, d.Errf("key \"\": empty; every request would go to the fallback policy")
+			}
 			return true, noMoreArgs(d, name)
+		case "fallback":
+			if !d.NextArg() {
+				return true, d.Errf("fallback: missing the policy name")
+			}
+			mod, err := fallbackPolicy(d)
+			m.FallbackRaw = mod
+			return true, err
 		case "mode":
 			if !d.NextArg() {
 				return true, d.Errf("mode: missing (want ketama, maglev, bounded or modulo)")
@@ -109,6 +152,56 @@ func (m *URLHash) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return false, nil
 	})
+}
+
+// fallbackPolicy reads a selection policy's tokens (the dispenser is on its
+// name) into its JSON, as Caddy's own policies read their fallback.
+func fallbackPolicy(d *caddyfile.Dispenser) (json.RawMessage, error) {
+	name := d.Val()
+	id := "http.reverse_proxy.selection_policies." + name
+	unm, err := caddyfile.UnmarshalModule(d, id)
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := unm.(reverseproxy.Selector)
+	if !ok {
+		return nil, d.Errf("fallback %s: module %s is not a selection policy", name, id)
+	}
+	return caddyconfig.JSONModuleObject(sel, "policy", name, nil), nil
+}
+
+// knownPlaceholders are the prefixes of the placeholders a request's
+// replacer knows when Select runs (Caddy's global ones and its HTTP
+// server's); the Caddyfile's shorthands ({uri}, {header.X}, {client_ip})
+// are expanded to them before the policy sees the key.
+var knownPlaceholders = []string{"http.request.", "http.vars.", "http.regexp.", "http.auth.", "http.matchers.", "http.error", "env.", "system.", "time.", "file."}
+
+// unknownPlaceholders returns the names of the placeholders in expr that
+// no known prefix covers.
+func unknownPlaceholders(expr string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(expr, '{')
+		if i < 0 {
+			return out
+		}
+		j := strings.IndexByte(expr[i:], '}')
+		if j < 0 {
+			return out
+		}
+		name := expr[i+1 : i+j]
+		if k := strings.IndexByte(name, ':'); k >= 0 {
+			name = name[:k] // {name:default}
+		}
+		known := false
+		for _, p := range knownPlaceholders {
+			known = known || strings.HasPrefix(name, p)
+		}
+		if !known && name != "" {
+			out = append(out, name)
+		}
+		expr = expr[i+j+1:]
+	}
 }
 
 // placeholderKey returns a key function that expands expr with the

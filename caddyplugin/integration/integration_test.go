@@ -391,7 +391,7 @@ func TestRetriesSkipDeadUpstream(t *testing.T) {
 	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	tc := caddytest.NewTester(t)
 	port := freePort(t)
-	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "url_hash {\n\t\t\tmode modulo\n\t\t}", "fair", "weighted_least_conn", "nginx_ip_hash"} {
+	for _, policy := range []string{"smooth_wrr", "gcd_wrr", "url_hash", "url_hash {\n\t\t\tmode modulo\n\t\t}", "url_hash {\n\t\t\tmode maglev\n\t\t}", "url_hash {\n\t\t\tmode bounded\n\t\t}", "fair", "weighted_least_conn", "nginx_ip_hash"} {
 		load(tc, fmt.Sprintf(`{
 	admin %s
 	auto_https off
@@ -436,6 +436,107 @@ http://127.0.0.1:%d {
 		// 250 ms for every retry would take 50 s for 200.
 		if took > 20*time.Second {
 			t.Errorf("lb_policy %s: 200 requests took %v", policy, took)
+		}
+	}
+}
+
+// fairState returns fair's estimate and in-flight count of the only
+// upstream of the only policy.
+func fairState(t *testing.T, tc *caddytest.Tester) (estimateMS float64, inFlight int64) {
+	t.Helper()
+	_, body := get(t, tc, "http://"+adminAddr+"/lbpack/state")
+	var state struct {
+		Policies []struct {
+			Upstreams []struct {
+				EstimateMS float64 `json:"latency_estimate_ms"`
+				InFlight   int64   `json:"in_flight"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &state); err != nil || len(state.Policies) != 1 || len(state.Policies[0].Upstreams) != 1 {
+		t.Fatalf("state %s: %v", body, err)
+	}
+	u := state.Policies[0].Upstreams[0]
+	return u.EstimateMS, u.InFlight
+}
+
+// What fair times in a real Caddy is the upstream's latency to its response
+// headers: an upstream that answers at once and streams its body for 150 ms
+// is measured at about 0 ms, not 150.
+func TestFairTimesUpstreamLatency(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(150 * time.Millisecond)
+		io.WriteString(w, "streamed")
+	}))
+	t.Cleanup(srv.Close)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, strings.TrimPrefix(srv.URL, "http://")+" {\n\t\tlb_policy fair\n\t\tflush_interval -1\n\t}"))
+	sequence(t, tc, port, 3)
+	if est, _ := fairState(t, tc); est <= 0 || est >= 100 {
+		t.Errorf("headers at once, body after 150 ms: estimate %.1f ms, want the time to the headers (well under 100)", est)
+	}
+}
+
+// Clients that give up before the upstream answers are not the upstream's
+// failures: 20 abandoned requests to an upstream that answers after 300 ms
+// leave fair's estimate at about the time the clients waited, where counting
+// them as failures doubled it each time (30 ms x 2^20).
+func TestFairClientAbortIsNoFailure(t *testing.T) {
+	slow := newBackend(t, "slow", 300*time.Millisecond)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, slow.addr()+" {\n\t\tlb_policy fair\n\t}"))
+	for i := 0; i < 20; i++ {
+		client := &http.Client{Timeout: 30 * time.Millisecond}
+		if res, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port)); err == nil {
+			res.Body.Close()
+			t.Fatalf("request %d: answered (%d) within 30 ms; the upstream takes 300", i, res.StatusCode)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		est, n := fairState(t, tc)
+		if n == 0 {
+			if est <= 0 || est > 1000 {
+				t.Errorf("after 20 clients gave up at 30 ms: estimate %.1f ms, want about 30 (at most 1000)", est)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d attempts still in flight 5s after their clients left", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// max_fails in a real Caddy, without retries: the dead upstream fails one
+// request (502), and is then skipped for fail_timeout, so 30 requests see
+// one failure; without max_fails every third request fails.
+func TestMaxFailsSkipsDeadUpstream(t *testing.T) {
+	a, b := newBackend(t, "a", 0), newBackend(t, "b", 0)
+	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	for _, tt := range []struct {
+		options string
+		want    int
+	}{
+		{"", 10},
+		{"max_fails 1\n\t\t\tfail_timeout 1m", 1},
+		{fmt.Sprintf("max_fails %s 1", dead), 1},
+	} {
+		load(tc, caddyfile(port, fmt.Sprintf("%s %s %s {\n\t\tlb_policy smooth_wrr {\n\t\t\t%s\n\t\t}\n\t}", dead, a.addr(), b.addr(), tt.options)))
+		failed := 0
+		for i := 0; i < 30; i++ {
+			if code, _ := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port)); code != http.StatusOK {
+				failed++
+			}
+		}
+		if failed != tt.want {
+			t.Errorf("smooth_wrr {%s} over a dead upstream and two live ones: %d of 30 failed, want %d", tt.options, failed, tt.want)
 		}
 	}
 }
