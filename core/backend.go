@@ -48,7 +48,10 @@ type Backend struct {
 	FailTimeout time.Duration
 
 	// SlowStart is the time over which a newly added or recovered backend's
-	// weight ramps from 10% to 100%. 0 disables slow start.
+	// weight ramps from 10% to 100%, in thousandths of a weight, so that a
+	// weight of 1 ramps too. 0 disables slow start. The hash strategies
+	// (ip_hash, url_hash) refuse it: a key's backend follows the configured
+	// weights.
 	SlowStart time.Duration
 }
 

@@ -87,10 +87,10 @@ type Balancer struct {
 	// mode and least_conn's quick path read it, so only they have one; nil
 	// otherwise.
 	inflight *atomic.Int64
-	// failing counts the backends whose failure count is not 0, shared like
-	// inflight (a backend removed while it has failures stays counted until
-	// a success through an older balancer clears them). While it is 0, no
-	// backend can be out for max_fails, which lets a pick skip the check.
+	// failing counts this balancer's backends whose failure count is not 0
+	// (see failing.go); failing is fails.count. While it is 0, no backend
+	// can be out for max_fails, which lets a pick skip the check.
+	fails   *failRef
 	failing *atomic.Int32
 }
 
@@ -126,11 +126,8 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		now:    cfg.Now,
 		rand:   cfg.Rand,
 	}
-	if prev != nil {
-		b.failing = prev.failing
-	} else {
-		b.failing = new(atomic.Int32)
-	}
+	b.fails = new(failRef)
+	b.failing = &b.fails.count
 	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
@@ -189,6 +186,10 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		if b.backup, err = newGroup(backup, info, b); err != nil {
 			return nil, err
 		}
+	}
+	// Only a balancer that is returned takes a place in the states' lists.
+	for _, m := range b.members {
+		attachFails(m.state, b.fails)
 	}
 	return b, nil
 }
@@ -313,6 +314,28 @@ func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error)
 		return b.Pick(key)
 	}
 	i := pickFrom(b, request{key: key, avail: available, b: b})
+	if i < 0 {
+		return -1, ErrNoBackend
+	}
+	return i, nil
+}
+
+// PickVersion is PickFunc for a caller whose view of availability changes
+// seldom and has a version: while the caller passes one version, available
+// must give the same answers (a caller bumps it whenever an answer may have
+// changed, say on every health change). The balancer may then reuse what it
+// learnt of the answers instead of asking about every backend: smooth_wrr,
+// which with a filter asks it about every backend on every pick (nginx's
+// choice depends on each answer), and with a backend refused makes nginx's
+// O(n) pass, learns nginx's schedule over the available backends within
+// two of its periods and follows it in O(1), nginx's choices still. The
+// other strategies ask available only about the backends they consider, as
+// with PickFunc. A nil available is Pick.
+func (b *Balancer) PickVersion(key string, available func(i int) bool, version uint64) (int, error) {
+	if available == nil {
+		return b.Pick(key)
+	}
+	i := pickFrom(b, request{key: key, avail: available, b: b, version: version, versioned: true})
 	if i < 0 {
 		return -1, ErrNoBackend
 	}

@@ -304,3 +304,64 @@ func TestPickIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestFailingCountAfterRemoval: a backend that an Update removes while it
+// has failures is not in the new balancer's failing count, so the new
+// balancer's picks take the quick path again (before, the shared count
+// stayed up for good: nothing clears the failures of a removed backend);
+// the older balancer still counts it. A balancer pushed out of a state's
+// list by failKeep newer ones has its count pinned, and checks every pick.
+func TestFailingCountAfterRemoval(t *testing.T) {
+	bs := testBackends([]int{1, 1, 1}, nil)
+	for i := range bs {
+		bs[i].MaxFails = 1
+	}
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs})
+	b.Start(2)
+	b.Done(2, 0, true)
+	if got := b.failing.Load(); got != 1 {
+		t.Fatalf("after a failure: count %d, want 1", got)
+	}
+	u, err := b.Update(bs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.failing.Load(); got != 0 || !isQuiet(u.primary) {
+		t.Fatalf("new balancer: count %d, quiet %v; want 0, true", got, isQuiet(u.primary))
+	}
+	if got := b.failing.Load(); got != 1 {
+		t.Fatalf("older balancer: count %d, want 1 (it still has the failing backend)", got)
+	}
+	// A failure through the old balancer of a backend both have counts in
+	// both; its clearing uncounts it in both.
+	b.Start(0)
+	b.Done(0, 0, true)
+	if b.failing.Load() != 2 || u.failing.Load() != 1 {
+		t.Fatalf("shared backend failed: counts %d and %d, want 2 and 1", b.failing.Load(), u.failing.Load())
+	}
+	clearFails(b.members[0].state, -1)
+	if b.failing.Load() != 1 || u.failing.Load() != 0 {
+		t.Fatalf("shared backend cleared: counts %d and %d, want 1 and 0", b.failing.Load(), u.failing.Load())
+	}
+	// failKeep newer balancers over the same addresses pin u's count.
+	last := u
+	for k := 0; k < failKeep; k++ {
+		if last, err = last.Update(bs[:2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := u.failing.Load(); got < failPinned {
+		t.Fatalf("count of a balancer %d generations old: %d, want pinned", failKeep, got)
+	}
+	if got := last.failing.Load(); got != 0 {
+		t.Fatalf("newest balancer: count %d, want 0", got)
+	}
+	// A failed Update takes no place in the lists.
+	before := len(last.members[0].state.counts)
+	if _, err := last.Update([]Backend{bs[0], {Address: "bad"}}); err == nil {
+		t.Fatal("Update accepted a bad address")
+	}
+	if got := len(last.members[0].state.counts); got != before {
+		t.Fatalf("a failed Update changed the list: %d counts, want %d", got, before)
+	}
+}

@@ -194,3 +194,32 @@ func TestGCDWRRSlowStart(t *testing.T) {
 		t.Fatalf("after the ramp: counts %v over 3 periods, want [12 18 30]", counts)
 	}
 }
+
+// TestGCDWRRFullHeavyLikeLVS: with the heaviest backend full, a pick jumps
+// over its run of entries to the one LVS's stepping reaches (once a pick
+// stepped through about a million of them, 2.5 ms), in table mode and beyond
+// the bound, and the schedule goes on as LVS's once the backend has room.
+func TestGCDWRRFullHeavyLikeLVS(t *testing.T) {
+	for _, w := range [][]int{{1000000, 2, 1}, {1000000, 999999, 2, 1}} {
+		bs := testBackends(w, nil)
+		bs[0].MaxConns = 1
+		b := mustNew(t, Config{Strategy: GCDWRR, Backends: bs})
+		if tabled := b.primary.strategy.(*gcdWRR).table != nil; tabled != (len(w) == 3) {
+			t.Fatalf("weights %v: table %v", w, tabled)
+		}
+		ref := newLVSWRR(w, nil)
+		b.Start(0)
+		notA := func(i int) bool { return i != 0 }
+		for k := 0; k < 12; k++ {
+			if got, want := b.PickIndex(""), ref.pick(notA); got != want {
+				t.Fatalf("weights %v, a full, pick %d: %d, LVS %d", w, k, got, want)
+			}
+		}
+		b.Done(0, 0, false)
+		for k := 0; k < 12; k++ {
+			if got, want := b.PickIndex(""), ref.pick(nil); got != want {
+				t.Fatalf("weights %v, a free again, pick %d: %d, LVS %d", w, k, got, want)
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ func pickBounded(s *bounded, g *group, r *request) int {
 	}
 	share := boundedShare(g, r.b.inflight.Load())
 	ring := s.ring
-	n := len(ring.points)
+	n := len(ring.keys)
 	i := ringFind(ring, crcString(r.key))
 	best, bestLoad := -1, math.Inf(1)
 	steps := boundedWalk
@@ -100,7 +100,7 @@ func pickBounded(s *bounded, g *group, r *request) int {
 	}
 	last := -1
 	for step := 0; step < steps; step++ {
-		if pos := int(ring.owner[i]); pos != last {
+		if pos := int(uint32(ring.keys[i])); pos != last { // the point's owner
 			last = pos
 			if visit(g, r, pos, share, &best, &bestLoad) {
 				return pos

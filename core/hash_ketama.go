@@ -29,7 +29,9 @@ import "fmt"
 // ketamaPoints is nginx's number of points per unit of weight.
 const ketamaPoints = 160
 
-// ketamaMaxWeight bounds the ring at about 10 million points (80 MiB).
+// ketamaMaxWeight bounds the ring at about 10.5 million points: 80 MiB,
+// which is about all the build allocates (the points are sorted with a
+// buffer of a 256th of them, see ringSort).
 const ketamaMaxWeight = 1 << 16
 
 // ketamaIndexBits bounds the ring's lookup index at 2^16+1 entries (256 KiB).
@@ -37,8 +39,9 @@ const ketamaIndexBits = 16
 
 // ketamaRing is nginx's consistent-hash ring, read-only once built.
 type ketamaRing struct {
-	points []uint32 // sorted ascending, distinct
-	owner  []int32  // owner[i] is the member position of points[i]
+	// keys are the points, sorted ascending and distinct, each as
+	// point<<32 | the position of the member that owns it.
+	keys []uint64
 	// index[b] is the first i with points[i]>>shift >= b, so that a lookup
 	// searches one small bucket of the ring: O(1) expected, O(log n) at worst.
 	index []int32
@@ -69,18 +72,18 @@ func newKetamaRing(g *group) (*ketamaRing, error) {
 			prev = p
 		}
 	}
-	keys = radixSortHigh32(keys)
-	ring := &ketamaRing{
-		points: make([]uint32, 0, len(keys)),
-		owner:  make([]int32, 0, len(keys)),
-	}
+	// Sorting the whole keys puts equal points in member order, as nginx's
+	// stable sort does; the first of them stays.
+	ringSort(keys)
+	w := 0
 	for i, k := range keys {
-		if i > 0 && k>>32 == keys[i-1]>>32 {
+		if i > 0 && k>>32 == keys[w-1]>>32 {
 			continue
 		}
-		ring.points = append(ring.points, uint32(k>>32))
-		ring.owner = append(ring.owner, int32(uint32(k)))
+		keys[w] = k
+		w++
 	}
+	ring := &ketamaRing{keys: keys[:w]}
 	ring.buildIndex()
 	return ring, nil
 }
@@ -101,39 +104,134 @@ func ketamaSplit(addr string) (host, port string) {
 	return addr, ""
 }
 
-// radixSortHigh32 sorts keys by their upper 32 bits, stably (LSD radix sort,
-// four byte-wide passes): O(n), no comparison callbacks, which matters when
-// yaegi interprets it.
-func radixSortHigh32(keys []uint64) []uint64 {
-	tmp := make([]uint64, len(keys))
-	for shift := uint(32); shift < 64; shift += 8 {
-		var count [257]int
-		for _, k := range keys {
-			count[(k>>shift)&0xff+1]++
+// ringSort sorts keys ascending with little memory beside them (the ring's
+// points at the bound are 80 MiB): one in-place pass by the top byte
+// (flagPass), then each of the 256 buckets, which hash values spread evenly
+// (a 256th of the keys each, a cache's worth at the bound), by an LSD radix
+// sort on the three bytes below through one buffer the size of the largest
+// bucket, and an insertion sort for keys that share their upper 32 bits.
+// Should one bucket hold more than a sixteenth of the keys, the buckets are
+// sorted in place byte by byte instead (flagSort). No comparison callbacks,
+// which matters when yaegi interprets it.
+func ringSort(keys []uint64) {
+	end := flagPass(keys, 56)
+	largest, start := 0, 0
+	for d := range end {
+		if end[d]-start > largest {
+			largest = end[d] - start
 		}
-		for i := 1; i < 257; i++ {
-			count[i] += count[i-1]
-		}
-		for _, k := range keys {
-			d := (k >> shift) & 0xff
-			tmp[count[d]] = k
-			count[d]++
-		}
-		keys, tmp = tmp, keys
+		start = end[d]
 	}
-	return keys
+	if largest > len(keys)/16+64 {
+		flagBuckets(keys, end, 48)
+		return
+	}
+	tmp := make([]uint64, largest)
+	start = 0
+	for d := range end {
+		lsdSort(keys[start:end[d]], tmp)
+		start = end[d]
+	}
+}
+
+// lsdSort sorts keys, which agree on their top byte, by an LSD radix sort
+// on bits 32 to 55 through tmp (at least as long), then by insertion, which
+// on keys sorted by their upper 32 bits moves only those that share them.
+func lsdSort(keys, tmp []uint64) {
+	if len(keys) > 32 {
+		src, dst := keys, tmp[:len(keys)]
+		for shift := uint(32); shift < 56; shift += 8 {
+			var next [256]int
+			for _, k := range src {
+				next[k>>shift&0xff]++
+			}
+			sum := 0
+			for d := range next {
+				sum, next[d] = sum+next[d], sum
+			}
+			for _, k := range src {
+				d := k >> shift & 0xff
+				dst[next[d]] = k
+				next[d]++
+			}
+			src, dst = dst, src
+		}
+		copy(keys, src) // three passes: the result is in tmp
+	}
+	insertionSort(keys)
+}
+
+func insertionSort(keys []uint64) {
+	for i := 1; i < len(keys); i++ {
+		k, j := keys[i], i
+		for ; j > 0 && keys[j-1] > k; j-- {
+			keys[j] = keys[j-1]
+		}
+		keys[j] = k
+	}
+}
+
+// flagSort sorts keys ascending in place (American flag sort: a most
+// significant byte first radix sort that moves keys between buckets by
+// swaps), from the byte at shift down to bit 32; keys that agree on their
+// upper 32 bits, and small buckets, are finished by insertion sort.
+func flagSort(keys []uint64, shift uint) {
+	if len(keys) <= 32 || shift < 32 {
+		insertionSort(keys)
+		return
+	}
+	flagBuckets(keys, flagPass(keys, shift), shift-8)
+}
+
+// flagBuckets sorts each bucket that flagPass left (end) from the byte at
+// shift.
+func flagBuckets(keys []uint64, end [256]int, shift uint) {
+	start := 0
+	for d := range end {
+		flagSort(keys[start:end[d]], shift)
+		start = end[d]
+	}
+}
+
+// flagPass moves keys into 256 buckets by the byte at shift, in place, and
+// returns where each bucket ends.
+func flagPass(keys []uint64, shift uint) [256]int {
+	var end, next [256]int
+	for _, k := range keys {
+		end[k>>shift&0xff]++
+	}
+	sum := 0
+	for d := range end {
+		next[d] = sum
+		sum += end[d]
+		end[d] = sum
+	}
+	for d := 0; d < 256; d++ {
+		for next[d] < end[d] {
+			// Carry the key at the bucket's next place to its own bucket,
+			// and the key found there on, until one belongs here.
+			k := keys[next[d]]
+			for e := int(k >> shift & 0xff); e != d; e = int(k >> shift & 0xff) {
+				keys[next[e]], k = k, keys[next[e]]
+				next[e]++
+			}
+			keys[next[d]] = k
+			next[d]++
+		}
+	}
+	return end
 }
 
 func (k *ketamaRing) buildIndex() {
 	bits := uint(1)
-	for (1<<bits) < len(k.points) && bits < ketamaIndexBits {
+	for (1<<bits) < len(k.keys) && bits < ketamaIndexBits {
 		bits++
 	}
 	k.shift = 32 - bits
 	k.index = make([]int32, (1<<bits)+1)
 	i := 0
 	for b := 0; b <= 1<<bits; b++ {
-		for i < len(k.points) && uint64(k.points[i])>>k.shift < uint64(b) {
+		for i < len(k.keys) && k.keys[i]>>32>>k.shift < uint64(b) {
 			i++
 		}
 		k.index[b] = int32(i)
@@ -145,15 +243,16 @@ func (k *ketamaRing) buildIndex() {
 func ringFind(k *ketamaRing, h uint32) int {
 	b := h >> k.shift
 	lo, hi := int(k.index[b]), int(k.index[b+1])
+	key := uint64(h) << 32 // the first key at or above it holds the point
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if k.points[mid] < h {
+		if k.keys[mid] < key {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo == len(k.points) {
+	if lo == len(k.keys) {
 		return 0
 	}
 	return lo
@@ -186,7 +285,7 @@ func ringQuick(g *group, ring *ketamaRing, kind int) {
 		return // nginx's round robin picks for a single backend
 	}
 	buckets, bits := 2, uint(1)
-	for buckets < 64*len(ring.points) && bits < ringLookBits {
+	for buckets < 64*len(ring.keys) && bits < ringLookBits {
 		buckets, bits = 2*buckets, bits+1
 	}
 	g.lookShift = 32 - bits
@@ -196,14 +295,14 @@ func ringQuick(g *group, ring *ketamaRing, kind int) {
 	for b := range look {
 		lo := uint64(b) * width
 		hi := lo + width - 1
-		for j < len(ring.points) && uint64(ring.points[j]) < lo {
+		for j < len(ring.keys) && ring.keys[j]>>32 < lo {
 			j++
 		}
 		switch {
-		case j == len(ring.points):
-			look[b] = ring.owner[0] // past the last point: the ring wraps
-		case uint64(ring.points[j]) >= hi:
-			look[b] = ring.owner[j]
+		case j == len(ring.keys):
+			look[b] = int32(uint32(ring.keys[0])) // past the last point: the ring wraps
+		case ring.keys[j]>>32 >= hi:
+			look[b] = int32(uint32(ring.keys[j]))
 		default:
 			look[b] = -1
 			continue
@@ -224,10 +323,10 @@ func pickKetama(s *ketama, g *group, r *request) int {
 		return fallback(g, r)
 	}
 	ring := s.ring
-	n := len(ring.points)
+	n := len(ring.keys)
 	i := ringFind(ring, crcString(r.key))
 	for try := 0; try <= hashTries; try++ {
-		pos := int(ring.owner[i])
+		pos := int(uint32(ring.keys[i])) // the point's owner
 		if usable(r, g.members[pos]) {
 			return pos
 		}

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"os/exec"
 	"strings"
@@ -242,4 +243,66 @@ func TestMaglevFallbackAfterTries(t *testing.T) {
 	if fmt.Sprint(got) != "[1 2 1 2]" {
 		t.Errorf("key %q without backend 0: %v, want round robin [1 2 1 2]", key, got)
 	}
+}
+
+// TestMaglevTableMatchesCreditRounds: the table is the one the credit rounds
+// give when stepped member by member (the reference below, the build's
+// former loop), for weights equal, spread and skewed.
+func TestMaglevTableMatchesCreditRounds(t *testing.T) {
+	rng := rand.New(rand.NewSource(21))
+	for k := 0; k < 16; k++ {
+		bs := numbered(2 + rng.Intn(200))
+		for i := range bs {
+			bs[i].Weight = 1 + rng.Intn([]int{1, 4, 100, MaxWeight}[k%4])
+		}
+		if k%3 == 0 {
+			bs[rng.Intn(len(bs))].Weight = MaxWeight
+		}
+		b := mustNew(t, Config{Strategy: URLHash, HashMode: HashMaglev, Backends: bs})
+		got := b.primary.strategy.(*maglev).table
+		want := maglevByRounds(b.primary)
+		for e := range want {
+			if got[e] != want[e] {
+				t.Fatalf("case %d (%d backends): entry %d is %d, rounds give %d", k, len(bs), e, got[e], want[e])
+			}
+		}
+	}
+}
+
+// maglevByRounds builds the table round by round: each member earns its
+// weight in credit per round and claims an entry per max-weight of it.
+func maglevByRounds(g *group) []int32 {
+	size := uint64(maglevSize(len(g.members)))
+	n := len(g.members)
+	cur, skip, credit := make([]uint64, n), make([]uint64, n), make([]int, n)
+	maxWeight := 0
+	for i, m := range g.members {
+		cur[i] = hashString(m.addr, maglevSeedOffset) % size
+		skip[i] = hashString(m.addr, maglevSeedSkip)%(size-1) + 1
+		if m.weight > maxWeight {
+			maxWeight = m.weight
+		}
+	}
+	table := make([]int32, size)
+	for i := range table {
+		table[i] = -1
+	}
+	for filled := uint64(0); filled < size; {
+		for i, m := range g.members {
+			if credit[i] += m.weight; credit[i] < maxWeight {
+				continue
+			}
+			credit[i] -= maxWeight
+			c := cur[i]
+			for table[c] >= 0 {
+				c = (c + skip[i]) % size
+			}
+			table[c] = int32(i)
+			cur[i] = (c + skip[i]) % size
+			if filled++; filled == size {
+				break
+			}
+		}
+	}
+	return table
 }

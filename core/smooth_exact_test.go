@@ -318,8 +318,10 @@ func TestSmoothWRRConcurrentSkips(t *testing.T) {
 // BenchmarkSmoothWRRFilter measures smooth_wrr at n=1000 with a caller's
 // filter: one that accepts every backend (the table still serves, after
 // asking the filter about every backend: nginx's state depends on all of
-// them), one that refuses a backend (nginx's exact pass), next to the O(n)
-// peer and the plain Pick:
+// them), one that refuses a backend (the schedule learnt over the others,
+// after asking about every backend; nginx's exact pass until it is learnt),
+// the same filter versioned (PickVersion: the learnt schedule, asking about
+// the chosen backend only), next to the O(n) peer and the plain Pick:
 //
 //	go test ./core -run '^$' -bench BenchmarkSmoothWRRFilter
 func BenchmarkSmoothWRRFilter(b *testing.B) {
@@ -340,10 +342,26 @@ func BenchmarkSmoothWRRFilter(b *testing.B) {
 		bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 		avail := c.avail
 		b.Run(c.name, func(b *testing.B) {
+			// Past the learning: three periods.
+			for i := 0; i < 3*sumInts(w); i++ {
+				bal.PickFunc("", avail)
+			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				bal.PickFunc("", avail)
 			}
 		})
 	}
+	bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
+	b.Run("versioned_refusing", func(b *testing.B) {
+		for i := 0; i < 3*sumInts(w); i++ {
+			bal.PickVersion("", notFirst, 1)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			bal.PickVersion("", notFirst, 1)
+		}
+	})
 }

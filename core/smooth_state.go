@@ -24,13 +24,21 @@ type smoothState struct {
 	// strategies); it is used under mu only.
 	tied []int
 	// upTotal is the sum of the weights of the members that are not down,
-	// in units; full records whether the last pass added exactly that, that
-	// is, whether every member that is not down took part at its configured
-	// weight (no member skipped, lowered by failures or ramping), so that
-	// smooth_wrr can tell an unperturbed pass from one that left nginx's
-	// steady orbit.
+	// in units.
 	upTotal int64
-	full    bool
+	// What the last pass says of itself, so that smooth_wrr can tell an
+	// unperturbed pass over a set of members from one that left nginx's
+	// steady orbit over it: clean is true when every member that took part
+	// added its configured weight (none lowered by failures or ramping);
+	// set is the fingerprint of the members that took part (the XOR of
+	// their tags), partTotal the sum of their configured weights in units.
+	clean     bool
+	set       uint64
+	partTotal int64
+	// tag is a fixed random value per member, for set; wunit the
+	// configured weights in units.
+	tag   []uint64
+	wunit []int64
 }
 
 // smoothUnit is the number of units of current weight in one weight: the
@@ -45,9 +53,13 @@ func newSmoothState(g *group) *smoothState {
 		effective: make([]int, n),
 		weight:    make([]int, n),
 		low:       make([]bool, n),
+		tag:       make([]uint64, n),
+		wunit:     make([]int64, n),
 	}
 	for i, m := range g.members {
 		s.weight[i] = m.weight
+		s.tag[i] = mix64(uint64(i) + 0x9e3779b97f4a7c15)
+		s.wunit[i] = int64(m.weight) * smoothUnit
 		if !m.down {
 			s.upTotal += int64(m.weight) * smoothUnit
 		}
@@ -77,7 +89,7 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 
 // smoothPass is next with s.mu held.
 func smoothPass(s *smoothState, g *group, r *request, among []int) int {
-	best, total := -1, int64(0)
+	best, total, part, set := -1, int64(0), int64(0), uint64(0)
 	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	count := len(g.members)
 	if among != nil {
@@ -93,12 +105,14 @@ func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 		}
 		// The member's effective weight, as nginx adds it. The common case
 		// (configured weight, nobody ramping) stays in this loop.
-		e := int64(s.effective[i]) * smoothUnit
+		e := s.wunit[i]
 		if ramps || s.effective[i] < s.weight[i] {
 			e = s.adjust(r, i, ramps)
 		}
 		s.current[i] += e
 		total += e
+		part += s.wunit[i]
+		set ^= s.tag[i]
 		// Ties go to the earlier member, as in nginx.
 		if best < 0 || s.current[i] > s.current[best] {
 			best = i
@@ -108,8 +122,9 @@ func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 		s.current[best] -= total
 	}
 	// Effective and slow-start weights never exceed the configured weight,
-	// so the total reaches upTotal only when every member took part fully.
-	s.full = total == s.upTotal
+	// so the total reaches part only when every member that took part did
+	// so fully.
+	s.clean, s.set, s.partTotal = total == part, set, part
 	return best
 }
 

@@ -53,6 +53,9 @@ type backendState struct {
 	mu       sync.Mutex
 	stamp    int64
 	lastPick atomic.Int64
+	// counts are the failing counts this backend's failures go to (under
+	// mu; see failing.go).
+	counts []*failRef
 
 	// owner is the member of the newest balancer built over this address
 	// (a *member), so that a slow start begun through an older balancer
@@ -172,8 +175,8 @@ func account(b *Balancer, m *member, failed bool) {
 	s := m.state
 	var now int64
 	if b.single() {
-		if s.fails.Load() != 0 && s.fails.Swap(0) != 0 {
-			b.failing.Add(-1)
+		if s.fails.Load() != 0 {
+			clearFails(s, -1)
 		}
 		return
 	}
@@ -181,9 +184,7 @@ func account(b *Balancer, m *member, failed bool) {
 		if now == 0 {
 			now = unixNano(b.now())
 		}
-		if s.fails.Add(1) == 1 {
-			b.failing.Add(1)
-		}
+		addFail(s)
 		s.accessed.Store(now)
 		s.checked.Store(now)
 		if m.maxFails > 0 {
@@ -194,8 +195,7 @@ func account(b *Balancer, m *member, failed bool) {
 	// nginx marks a peer live again when a request succeeds after its last
 	// failure was followed by a probe (checked moved past accessed).
 	f := s.fails.Load()
-	if f != 0 && s.accessed.Load() < s.checked.Load() && s.fails.CompareAndSwap(f, 0) {
-		b.failing.Add(-1)
+	if f != 0 && s.accessed.Load() < s.checked.Load() && clearFails(s, f) {
 		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
 			if now == 0 {
 				now = unixNano(b.now())

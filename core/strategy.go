@@ -281,15 +281,31 @@ func (s *schedule) setMode(k int) {
 	}
 }
 
-// orbit is one period of a schedule. Only the canonical one (orbits[0]) is
-// immutable after build; smooth_wrr records its learned orbit (orbits[1])
-// while it is out of use, so entries of that one are read atomically.
+// orbit is one period of a schedule, immutable once in use (smooth_wrr
+// publishes each orbit it learns as a new one).
 type orbit struct {
 	table []int32 // member positions, one period
 	// base is smooth_wrr's nginx current weights (in smoothUnit) at
 	// position 0; nil means all 0 (the canonical period).
 	base []int64
 	cur  *cursor
+	// smooth_wrr's learned orbits: in lists the members that take part (nil:
+	// every member that is not down), total is the sum of their weights in
+	// units (0: the group's upTotal). An orbit over some members, learnt
+	// from picks with a caller's filter, holds while that filter refuses
+	// exactly the others: while a versioned filter (PickVersion) keeps the
+	// version it was learnt with, and the group is quiet (quiet says it was
+	// while learning), that is known in O(1).
+	in        []bool
+	total     int64
+	version   uint64
+	versioned bool
+	quiet     bool
+	// marks[c*n+i] counts member i's entries in table[0:c*stride] (smooth_wrr,
+	// n members), so that seeding nginx's state at any position costs
+	// O(n + stride), not O(position).
+	marks  []int32
+	stride int
 }
 
 // follow makes orbit o, at the schedule's k-th place, the one Pick follows.
@@ -417,6 +433,9 @@ type request struct {
 	avail func(int) bool
 	b     *Balancer
 	nowNs int64 // 0 until read
+	// version is avail's version when versioned (PickVersion).
+	version   uint64
+	versioned bool
 }
 
 // now returns the pick's time in Unix nanoseconds, reading the clock once.
@@ -429,8 +448,9 @@ func (r *request) now() int64 {
 
 // weight returns member m's weight for this pick: its configured weight,
 // scaled down while the member is in slow start (10% rising linearly to 100%
-// over Backend.SlowStart), and never below 1. Integer weights ramp in steps:
-// a weight below 10 starts at 1.
+// over Backend.SlowStart), and never below 1, in whole weights: what
+// EffectiveWeight shows. The picks ramp in thousandths (milliWeightNow,
+// rampShare), so that a weight below 10 ramps too.
 func (r *request) weight(m *member) int {
 	if m.ramping.Load() == 0 {
 		return m.weight

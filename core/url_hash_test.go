@@ -311,12 +311,12 @@ func TestKetamaMatchesNginxModel(t *testing.T) {
 		points, owners := refRing(addrs, weights)
 		b := mustNew(t, Config{Strategy: URLHash, HashMode: HashKetama, Backends: bs})
 		ring := b.primary.strategy.(*ketama).ring
-		if len(ring.points) != len(points) {
-			t.Fatalf("ring has %d points, nginx's %d", len(ring.points), len(points))
+		if len(ring.keys) != len(points) {
+			t.Fatalf("ring has %d points, nginx's %d", len(ring.keys), len(points))
 		}
 		for i := range points {
-			if ring.points[i] != points[i] || int(ring.owner[i]) != owners[i] {
-				t.Fatalf("point %d: %08x of %d, nginx's %08x of %d", i, ring.points[i], ring.owner[i], points[i], owners[i])
+			if p, o := uint32(ring.keys[i]>>32), int(uint32(ring.keys[i])); p != points[i] || o != owners[i] {
+				t.Fatalf("point %d: %08x of %d, nginx's %08x of %d", i, p, o, points[i], owners[i])
 			}
 		}
 		checkAgainstRef(t, b, keys, avail, func(k string, ok func(int) bool) int {
@@ -330,19 +330,20 @@ func TestKetamaMatchesNginxModel(t *testing.T) {
 func TestKetamaRingEdges(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, Backends: numbered(3)})
 	ring := b.primary.strategy.(*ketama).ring
-	last := len(ring.points) - 1
+	last := len(ring.keys) - 1
+	point := func(i int) uint32 { return uint32(ring.keys[i] >> 32) }
 	for _, c := range []struct {
 		h    uint32
 		want int
 	}{
 		{0, 0},
-		{ring.points[0], 0},
-		{ring.points[0] + 1, 1},
-		{ring.points[last], last},
-		{ring.points[last] + 1, 0},
+		{point(0), 0},
+		{point(0) + 1, 1},
+		{point(last), last},
+		{point(last) + 1, 0},
 		{math.MaxUint32, 0},
 	} {
-		if c.h == math.MaxUint32 && ring.points[last] == math.MaxUint32 {
+		if c.h == math.MaxUint32 && point(last) == math.MaxUint32 {
 			continue
 		}
 		if got := ringFind(ring, c.h); got != c.want {
@@ -462,16 +463,17 @@ func TestHashFallbackAfterTries(t *testing.T) {
 func TestKetamaNextPoint(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, Backends: numbered(5)})
 	ring := b.primary.strategy.(*ketama).ring
+	owner := func(i int) int { return int(uint32(ring.keys[i])) }
 	for _, k := range testKeys(200) {
 		i := ringFind(ring, crcString(k))
-		first := int(ring.owner[i])
+		first := owner(i)
 		next := i
-		for int(ring.owner[next]) == first {
-			next = (next + 1) % len(ring.points)
+		for owner(next) == first {
+			next = (next + 1) % len(ring.keys)
 		}
 		got, err := b.PickFunc(k, func(j int) bool { return j != first })
-		if err != nil || got != int(ring.owner[next]) {
-			t.Fatalf("key %q: %d %v, want the next point's %d", k, got, err, ring.owner[next])
+		if err != nil || got != owner(next) {
+			t.Fatalf("key %q: %d %v, want the next point's %d", k, got, err, owner(next))
 		}
 	}
 }

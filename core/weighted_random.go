@@ -197,14 +197,14 @@ func pickWeightedRandom(s *weightedRandom, g *group, r *request) int {
 	if len(s.cells) == 0 {
 		return -1
 	}
-	// During a slow start weights differ from the table's; draw exactly
-	// from the weights of the moment instead.
-	if !isSteady(g) {
-		return sampleEligible(g, r, s.up, true)
-	}
+	// During a slow start a draw that lands on a ramping member stands with
+	// its ramp's share (keepDraw), so that draws follow the weights of the
+	// moment: O(1) still, a tenth of the draws standing at the least.
+	ramps := g.ramps.Load() != 0
 	for t := 0; t < randomTries; t++ {
-		pos := aliasDraw(&s.aliasTable, r.b.rand())
-		if usable(r, g.members[pos]) {
+		x := r.b.rand()
+		pos := aliasDraw(&s.aliasTable, x)
+		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, mix64(x))) {
 			return int(pos)
 		}
 	}

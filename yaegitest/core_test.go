@@ -144,6 +144,35 @@ func TestCorePicksInterpreted(t *testing.T) {
 	t.Logf("compared %d variants: %v", len(built), built)
 }
 
+// TestCoreOutageInterpreted plays a stable outage (driver.Outage) compiled
+// and interpreted, for every strategy: smooth_wrr's learnt schedule over the
+// available backends, its adoption of a version and the return of every
+// backend give the same picks under yaegi.
+func TestCoreOutageInterpreted(t *testing.T) {
+	i := newInterp(t, coreDirs, modulePath+"/core", modulePath+"/yaegitest/driver")
+	run, ok := eval(t, i, "driver.Outage").(func(string, string, int, int) ([]int, string))
+	if !ok {
+		t.Fatalf("driver.Outage has type %T", eval(t, i, "driver.Outage"))
+	}
+	const backends = "10.0.0.1:80=5,10.0.0.2:80=3,10.0.0.3:80=2,10.0.0.4:80=4"
+	for _, s := range []string{core.SmoothWRR, core.GCDWRR, core.RoundRobin, core.LeastConn} {
+		want, wantErr := driver.Outage(s, backends, 1, 60)
+		got, gotErr := run(s, backends, 1, 60)
+		if gotErr != wantErr || wantErr != "" {
+			t.Fatalf("%s: interpreted error %q, compiled %q", s, gotErr, wantErr)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: interpreted trace differs from compiled at step %d\ninterpreted %v\ncompiled    %v",
+				s, firstDiff(got, want), got, want)
+		}
+		for k, p := range want[:120] {
+			if p == 1 {
+				t.Fatalf("%s: pick %d went to the refused backend", s, k)
+			}
+		}
+	}
+}
+
 // distinctPicks counts the backends among the first steps entries of a trace.
 func distinctPicks(trace []int, steps int) int {
 	seen := map[int]bool{}

@@ -161,9 +161,11 @@ func excluder(skip int) func(int) bool {
 }
 
 // Run builds a balancer and plays steps requests against it: a pick (every
-// fifth through PickFunc refusing one backend), Start, and Done for the
+// fifth through PickFunc refusing one backend, every tenth of those through
+// PickVersion, the refused index as the version), Start, and Done for the
 // request four picks back, failing every seventh, with the clock moving 1ms
-// a step. With update set, the last backend is removed halfway through. The
+// a step. With update set, the last backend is removed halfway through and
+// added back (so that it ramps up, with a slow start) at three quarters. The
 // trace is the picked indexes followed by each backend's in-flight count.
 // A construction error comes back as its text.
 func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, string) {
@@ -182,8 +184,12 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 	var queue []int
 	for k := 0; k < steps; k++ {
 		clk.ns += int64(time.Millisecond)
-		if update && k == steps/2 && len(cfg.Backends) > 1 {
-			nb, err := b.Update(cfg.Backends[:len(cfg.Backends)-1])
+		if update && (k == steps/2 || k == steps*3/4) && len(cfg.Backends) > 1 {
+			bs := cfg.Backends
+			if k == steps/2 {
+				bs = bs[:len(bs)-1]
+			}
+			nb, err := b.Update(bs)
 			if err != nil {
 				return trace, "update: " + err.Error()
 			}
@@ -191,7 +197,9 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 			queue = queue[:0] // indexes of the old balancer no longer apply
 		}
 		var i int
-		if k%5 == 4 {
+		if k%50 == 49 {
+			i, err = b.PickVersion(keys[k%len(keys)], excluder(k%b.Len()), uint64(k%b.Len()))
+		} else if k%5 == 4 {
 			i, err = b.PickFunc(keys[k%len(keys)], excluder(k%b.Len()))
 		} else {
 			i, err = b.Pick(keys[k%len(keys)])
@@ -216,6 +224,40 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 	}
 	for i := 0; i < b.Len(); i++ {
 		trace = append(trace, int(b.InFlight(i)))
+	}
+	return trace, ""
+}
+
+// Outage plays a stable outage against a balancer: steps picks through
+// PickFunc refusing backend out (smooth_wrr learns its schedule over the
+// others), then steps through PickVersion with one version (the learnt
+// schedule adopts it), then steps with every backend back. The trace is the
+// picked indexes, NoBackend where there was none.
+func Outage(strategy, backends string, out, steps int) ([]int, string) {
+	cfg, err := config(strategy, "", "", backends, &clock{ns: 1700000000000000000}, &splitmix{s: 1})
+	if err != nil {
+		return nil, "driver: " + err.Error()
+	}
+	b, err := core.New(cfg)
+	if err != nil {
+		return nil, err.Error()
+	}
+	refuse := excluder(out)
+	var trace []int
+	for k := 0; k < 3*steps; k++ {
+		var i int
+		switch {
+		case k < steps:
+			i, err = b.PickFunc("", refuse)
+		case k < 2*steps:
+			i, err = b.PickVersion("", refuse, 7)
+		default:
+			i, err = b.Pick("")
+		}
+		if err != nil {
+			i = NoBackend
+		}
+		trace = append(trace, i)
 	}
 	return trace, ""
 }
