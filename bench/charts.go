@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -116,63 +115,6 @@ func ChartSmooth(path string) error {
 		plots[0][col], plots[1][col] = top, bottom
 	}
 	return saveTiles(path, plots, 26*vg.Centimeter, 16*vg.Centimeter)
-}
-
-// ChartLatency draws the latency distribution of every model in one
-// scenario: the CDF on the left, the tail (fraction of requests slower than
-// x, log scale) on the right.
-func ChartLatency(path string, sc Scenario, res []SimResult) error {
-	cdf, tail := plot.New(), plot.New()
-	cdf.Title.Text = "Latency CDF: " + sc.Name
-	tail.Title.Text = "Tail: fraction of requests slower than x"
-	for _, p := range []*plot.Plot{cdf, tail} {
-		p.X.Label.Text = "latency (ms, log scale)"
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Add(plotter.NewGrid())
-	}
-	cdf.Y.Label.Text = "fraction of requests"
-	cdf.Y.Min, cdf.Y.Max = 0, 1
-	tail.Y.Label.Text = "fraction slower (log scale)"
-	tail.Y.Scale = plot.LogScale{}
-	tail.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	tail.Y.Min, tail.Y.Max = 1e-4, 1
-	for i, r := range res {
-		const points = 500
-		var up, down plotter.XYs
-		for k := 1; k <= points; k++ {
-			// Quantiles spaced evenly in log(1-q), so the tail gets points too.
-			q := 1 - math.Pow(10, -4*float64(k)/points)
-			j := int(q * float64(len(r.Latencies)))
-			if j >= len(r.Latencies) {
-				j = len(r.Latencies) - 1
-			}
-			x := math.Max(float64(r.Latencies[j])/float64(time.Millisecond), 0.1)
-			up = append(up, plotter.XY{X: x, Y: q})
-			down = append(down, plotter.XY{X: x, Y: math.Max(1-q, 1e-4)})
-		}
-		for _, pair := range []struct {
-			p  *plot.Plot
-			xy plotter.XYs
-		}{{cdf, up}, {tail, down}} {
-			ln, err := plotter.NewLine(pair.xy)
-			if err != nil {
-				return err
-			}
-			ln.Color = palette[i%len(palette)]
-			ln.Dashes = plotutil.Dashes(i)
-			ln.Width = vg.Points(2)
-			pair.p.Add(ln)
-			if pair.p == tail {
-				tail.Legend.Add(fmt.Sprintf("%s: p99 %s ms", r.Model, ms(r.P99)), ln)
-			}
-		}
-	}
-	// The tail plot's lower left is empty: fast requests are never rare.
-	tail.Legend.Top, tail.Legend.Left = false, true
-	tail.Legend.TextStyle.Font.Size = vg.Points(9)
-	tail.Legend.XOffs, tail.Legend.YOffs = vg.Millimeter*3, vg.Millimeter*3
-	return saveTiles(path, [][]*plot.Plot{{cdf, tail}}, 30*vg.Centimeter, 12*vg.Centimeter)
 }
 
 // ChartHash draws balance against disruption for the consistent hash

@@ -65,22 +65,15 @@ func Report(dir string, parts []string, log func(string)) error {
 	}
 	if want[PartSim] {
 		log("simulation")
-		res, err := RunSimulation()
+		runs, err := RunSimulation()
 		if err != nil {
 			return err
 		}
-		for s, sc := range Scenarios {
-			if err := ChartLatency(filepath.Join(dir, "sim-"+slug(sc.Name)+".svg"), sc, res[s]); err != nil {
-				return err
-			}
-		}
-		lbsim, err := RunLbsim()
-		if err != nil {
+		if err := ChartSimulation(dir, runs); err != nil {
 			return err
 		}
 		if err := write("simulation.md", func(b *bytes.Buffer) error {
-			WriteSimulation(b, res, ReportCmd)
-			WriteLbsim(b, lbsim)
+			WriteSimulation(b, runs, ReportCmd)
 			return nil
 		}); err != nil {
 			return err
@@ -121,7 +114,7 @@ func Report(dir string, parts []string, log func(string)) error {
 		pages := []struct{ file, what string }{
 			{"selection.md", "cost per pick against every peer, n = 10, 100, 1000, one goroutine and parallel"},
 			{"quality.md", "smoothness of the weighted schedules; balance, disruption and memory of the hash schemes"},
-			{"simulation.md", "latency-aware balancing with a slow, a flapping and unequal backends"},
+			{"simulation.md", "latency-aware balancing with queueing backends (slow, flapping, failing; mixed costs; open loop; eight balancers; weights), lbpack against every peer's model and an oracle"},
 			{"fleet.md", "eight balancers with one configuration: identical url_hash mappings, and stagger"},
 			{"e2e.md", "end to end on loopback with wrk: Caddy with lbpack and its built-ins, nginx, HAProxy"},
 		}

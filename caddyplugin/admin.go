@@ -88,8 +88,9 @@ type UpstreamState struct {
 	// Absent before the first.
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	// EstimateMS is the latency estimate the strategy itself decides by
-	// (fair's peak EWMA, core's Balancer.Latency), in milliseconds; absent
-	// for the other policies and before the first measurement.
+	// (fair's latency EWMA times its failure penalty, core's
+	// Balancer.Latency), in milliseconds; absent for the other policies and
+	// before the first measurement.
 	EstimateMS *float64 `json:"latency_estimate_ms,omitempty"`
 	// Available is Caddy's health view; absent until a request has shown
 	// the policy this upstream.

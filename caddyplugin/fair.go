@@ -37,7 +37,9 @@ type Fair struct {
 	base
 
 	// DecayTime is how fast old latency samples fade from the estimate:
-	// a sample's weight halves about every DecayTime * ln 2. Default 10s.
+	// a sample's weight halves about every DecayTime * ln 2, or over the
+	// next 140 answers if they come sooner; an upstream not picked for
+	// DecayTime/4 gets one probe request. Default 10s.
 	DecayTime caddy.Duration `json:"decay_time,omitempty"`
 }
 

@@ -64,7 +64,10 @@ type Config struct {
 	// DecayTime is fair's EWMA decay time; 0 means 10s.
 	DecayTime time.Duration
 
-	// Now is the clock; nil means time.Now. Tests inject one.
+	// Now is the clock; nil means time.Now. Tests inject one. Intervals
+	// (fail_timeout, slow start, fair's decay and probes) are differences
+	// of its readings taken with time.Time.Sub: with time.Now's readings
+	// they follow the monotonic clock, whatever the wall clock does.
 	Now func() time.Time
 
 	// Rand returns uniformly random 64-bit values; nil means math/rand's

@@ -176,7 +176,7 @@ func TestPassiveHealthTimeline(t *testing.T) {
 			b.Done(1, time.Millisecond, false) // the probe succeeds
 			want := 5
 			if name == Fair {
-				want = 1 // its failure made b look slow (twice its latency)
+				want = 1 // its failure penalty, halved by the probe's success, lingers
 			}
 			if c := serve(30); c[1] < want {
 				t.Fatalf("b recovered but picked %d of 30", c[1])

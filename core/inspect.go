@@ -49,15 +49,20 @@ func (b *Balancer) EffectiveWeight(i int) int {
 }
 
 // Latency returns the latency estimate the balancer keeps for backend i:
-// fair's peak EWMA of the latencies reported through Done (a failure counts
-// as twice the larger of its latency and the estimate). It is 0 while the
-// backend has no measurement, for strategies that keep no estimate, and for
-// an index out of range.
+// fair's EWMA of the latencies reported through Done, times its
+// failure penalty (each failure doubles it, up to 64 times; successes bring
+// it back). It is 0 while the backend has no measurement, for strategies
+// that keep no estimate, and for an index out of range; never negative
+// (an estimate beyond time.Duration's range reads as its maximum).
 func (b *Balancer) Latency(i int) time.Duration {
 	if i < 0 || i >= len(b.members) {
 		return 0
 	}
-	return time.Duration(math.Float64frombits(b.members[i].state.ewma.Load()))
+	e := math.Float64frombits(b.members[i].state.ewma.Load())
+	if !(e < math.MaxInt64) { // MaxInt64 rounds up to 2^63 as a float64
+		return math.MaxInt64
+	}
+	return time.Duration(e)
 }
 
 // Requests returns the number of requests to backend i started (Start) so
@@ -85,5 +90,5 @@ func (b *Balancer) Recover(i int) {
 	if m.slowStart <= 0 || m.down {
 		return
 	}
-	m.startRamp(unixNano(b.now()))
+	m.startRamp(clockNano(b.now()))
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -155,8 +156,10 @@ func TestLatency(t *testing.T) {
 	}{
 		{Fair, nil, 0},
 		{Fair, []time.Duration{10 * time.Millisecond}, 10 * time.Millisecond},
-		{Fair, []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, 30 * time.Millisecond}, // the peak
-		{Fair, []time.Duration{-10 * time.Millisecond}, 20 * time.Millisecond},                       // a failure counts twice
+		{Fair, []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, 20 * time.Millisecond}, // the first answers count alike
+		{Fair, []time.Duration{-10 * time.Millisecond}, 20 * time.Millisecond},                       // a failure doubles the penalty
+		{Fair, []time.Duration{-10 * time.Millisecond, -10 * time.Millisecond, -10 * time.Millisecond}, 80 * time.Millisecond},
+		{Fair, []time.Duration{-math.MaxInt64, -math.MaxInt64}, math.MaxInt64}, // beyond a Duration: its maximum, not negative
 		{SmoothWRR, []time.Duration{10 * time.Millisecond}, 0},
 		{LeastConn, []time.Duration{10 * time.Millisecond}, 0},
 	}
@@ -170,7 +173,7 @@ func TestLatency(t *testing.T) {
 				b.Done(0, d, false)
 			}
 		}
-		if got := b.Latency(0); got != tt.want {
+		if got := b.Latency(0); got-tt.want > 1 || tt.want-got > 1 { // within a nanosecond of rounding
 			t.Errorf("%s after %v: Latency(0) = %v, want %v", tt.strategy, tt.done, got, tt.want)
 		}
 		if b.Latency(1) != 0 || b.Latency(-1) != 0 || b.Latency(2) != 0 {

@@ -147,54 +147,57 @@ func TestQuickDrawShares(t *testing.T) {
 // fair's quick path makes the choices its full pick makes: two balancers
 // with the same clock and random source, one picking through PickIndex and
 // one through the full pick, fed the same latencies, agree pick for pick,
-// through the probe and explore rules and the better of two, until a
-// failure makes the group no longer quiet and both take the full pick.
+// through the probe rule and the scored choice (of all members in a group
+// of up to fairScan, of two beyond), until a failure makes the group no
+// longer quiet and both take the full pick.
 func TestFairQuickPathMatchesFullPick(t *testing.T) {
-	bs := hcBackends(3, 1, 2, 2, 1)
-	for i := range bs {
-		bs[i].MaxFails = 2
-	}
-	clock := newHCClock()
-	quick := mustNew(t, Config{Strategy: Fair, Backends: bs, DecayTime: time.Second, Now: clock.now, Rand: seededRandFunc(5)})
-	full := mustNew(t, Config{Strategy: Fair, Backends: bs, DecayTime: time.Second, Now: clock.now, Rand: seededRandFunc(5)})
-	if quick.primary.quick != quickFair {
-		t.Fatalf("quick path %d, want %d", quick.primary.quick, quickFair)
-	}
-	var open [][2]int // requests in flight: backend, pick at which it ends
-	for k := 0; k < 4000; k++ {
-		got, want := PickIndex(quick, ""), pickFrom(full, request{b: full})
-		if got != want {
-			t.Fatalf("pick %d: quick path %d, full pick %d", k, got, want)
+	for _, weights := range [][]int{{3, 1, 2, 2, 1}, {3, 1, 2, 2, 1, 1, 4, 1, 2, 1}} {
+		bs := hcBackends(weights...)
+		for i := range bs {
+			bs[i].MaxFails = 2
 		}
-		// Backend i answers in (i+1)*3ms; a request stays open for up to
-		// 6 more picks; the clock moves 1ms a pick, with a 400ms pause
-		// now and then for the probe rule (DecayTime/4 is 250ms); backend 2 fails at pick 3000.
-		for _, b := range []*Balancer{quick, full} {
-			b.Start(got)
-			if k == 3000 {
-				b.Start(2)
-				b.Done(2, time.Millisecond, true)
-			}
+		clock := newHCClock()
+		quick := mustNew(t, Config{Strategy: Fair, Backends: bs, DecayTime: time.Second, Now: clock.now, Rand: seededRandFunc(5)})
+		full := mustNew(t, Config{Strategy: Fair, Backends: bs, DecayTime: time.Second, Now: clock.now, Rand: seededRandFunc(5)})
+		if quick.primary.quick != quickFair {
+			t.Fatalf("quick path %d, want %d", quick.primary.quick, quickFair)
 		}
-		open = append(open, [2]int{got, k + k%7})
-		still := open[:0]
-		for _, r := range open {
-			if r[1] > k {
-				still = append(still, r)
-				continue
+		var open [][2]int // requests in flight: backend, pick at which it ends
+		for k := 0; k < 4000; k++ {
+			got, want := PickIndex(quick, ""), pickFrom(full, request{b: full})
+			if got != want {
+				t.Fatalf("%d backends: pick %d: quick path %d, full pick %d", len(bs), k, got, want)
 			}
+			// Backend i answers in (i+1)*3ms; a request stays open for up to
+			// 6 more picks; the clock moves 1ms a pick, with a 400ms pause
+			// now and then for the probe rule (DecayTime/4 is 250ms); backend 2 fails at pick 3000.
 			for _, b := range []*Balancer{quick, full} {
-				b.Done(r[0], time.Duration(r[0]+1)*3*time.Millisecond, false)
+				b.Start(got)
+				if k == 3000 {
+					b.Start(2)
+					b.Done(2, time.Millisecond, true)
+				}
+			}
+			open = append(open, [2]int{got, k + k%7})
+			still := open[:0]
+			for _, r := range open {
+				if r[1] > k {
+					still = append(still, r)
+					continue
+				}
+				for _, b := range []*Balancer{quick, full} {
+					b.Done(r[0], time.Duration(r[0]+1)*3*time.Millisecond, false)
+				}
+			}
+			open = still
+			clock.add(time.Millisecond)
+			if k%500 == 499 {
+				clock.add(400 * time.Millisecond)
 			}
 		}
-		open = still
-		clock.add(time.Millisecond)
-		if k%500 == 499 {
-			clock.add(400 * time.Millisecond)
+		if quick.Fails(2) == 0 {
+			t.Fatal("backend 2's failure was not counted: the group stayed quiet")
 		}
-	}
-	if quick.Fails(2) == 0 {
-		t.Fatal("backend 2's failure was not counted: the group stayed quiet")
 	}
 }
 

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,18 +38,28 @@ type backendState struct {
 	inflight atomic.Int64 // requests started and not yet done
 	requests atomic.Int64 // requests started, ever
 	fails    atomic.Int64 // nginx's fails: failures since the last success
-	accessed atomic.Int64 // Unix ns of the last failure
-	checked  atomic.Int64 // Unix ns of the last failure or probe
-	ramp     atomic.Int64 // Unix ns when slow start began; 0 when not ramping
+	accessed atomic.Int64 // clockNano of the last failure
+	checked  atomic.Int64 // clockNano of the last failure or probe
+	ramp     atomic.Int64 // clockNano when slow start began; 0 when not ramping
 
 	// deficit is configured weight minus nginx's effective weight, as last
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's peak-EWMA latency estimate in ns (float64 bits; 0 = unmeasured),
-	// the Unix ns of its last sample (under mu), and of the last fair pick.
+	// fair's estimate (see observe): ewma and wait are what picks read
+	// (float64 bits): ewma the latency estimate lat times the failure
+	// penalty in ns (0 = unmeasured), wait the cost of a request in flight
+	// ahead of a new one, in units of lat (1 to fairMaxWait). lat, sq (the EWMA of squared
+	// latencies), n (successes seen), penalty and stamp (the clockNano of
+	// the last sample) change under mu. lastPick is the clockNano of the
+	// last fair pick.
 	ewma     atomic.Uint64
+	wait     atomic.Uint64
 	mu       sync.Mutex
+	lat      float64
+	sq       float64
+	n        int64
+	penalty  float64
 	stamp    int64
 	lastPick atomic.Int64
 	// counts are the failing counts this backend's failures go to (under
@@ -92,18 +101,9 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).
 		// newGroup counts the ramp in the group.
-		m.state.ramp.Store(unixNano(b.now()))
+		m.state.ramp.Store(clockNano(b.now()))
 	}
 	return m
-}
-
-// unixNano is t in Unix nanoseconds, never 0: 0 means "not set" in the state.
-func unixNano(t time.Time) int64 {
-	ns := t.UnixNano()
-	if ns == 0 {
-		ns = 1
-	}
-	return ns
 }
 
 // Start records that a request to backend i has begun. Every Start must be
@@ -165,9 +165,14 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	}
 }
 
-// sample feeds a request's latency into fair's estimate of m.
+// sample feeds a request's latency into fair's estimate of m; before m's
+// first answer, with its peers' estimate as the prior.
 func sample(b *Balancer, m *member, latency int64, failed bool) {
-	observe(m.state, latency, failed, unixNano(b.now()), m.group.decay)
+	prior := 0.0
+	if m.state.ewma.Load() == 0 {
+		prior = fairGroupMean(m)
+	}
+	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay, prior)
 }
 
 // account is the rest of Done: failures, recovery.
@@ -182,7 +187,7 @@ func account(b *Balancer, m *member, failed bool) {
 	}
 	if failed {
 		if now == 0 {
-			now = unixNano(b.now())
+			now = clockNano(b.now())
 		}
 		addFail(s)
 		s.accessed.Store(now)
@@ -198,7 +203,7 @@ func account(b *Balancer, m *member, failed bool) {
 	if f != 0 && s.accessed.Load() < s.checked.Load() && clearFails(s, f) {
 		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
 			if now == 0 {
-				now = unixNano(b.now())
+				now = clockNano(b.now())
 			}
 			m.startRamp(now)
 		}
@@ -278,40 +283,4 @@ func (r *request) rampWeight(m *member, scale int64) int64 {
 		}
 	}
 	return full
-}
-
-// observe feeds one latency sample (ns) into fair's peak-EWMA estimate: a
-// sample above the estimate replaces it at once (the peak), one below pulls
-// it down with weight 1-exp(-elapsed/decay), elapsed being the time since the
-// previous sample. A failure counts as twice the larger of its latency and the
-// estimate, so that a backend failing fast does not look fast.
-//
-// A function, not a method: under the interpreter a method call costs
-// several function calls.
-func observe(s *backendState, lat int64, failed bool, now, decay int64) {
-	x := float64(lat)
-	if x < 1 {
-		x = 1 // a measured backend never scores as unmeasured
-	}
-	s.mu.Lock()
-	e := math.Float64frombits(s.ewma.Load())
-	if failed {
-		if e > x {
-			x = e
-		}
-		x *= 2
-	}
-	if e == 0 || x >= e {
-		e = x
-	} else {
-		el := now - s.stamp
-		if el < 0 {
-			el = 0
-		}
-		w := math.Exp(-float64(el) / float64(decay))
-		e = e*w + x*(1-w)
-	}
-	s.stamp = now
-	s.ewma.Store(math.Float64bits(e))
-	s.mu.Unlock()
 }

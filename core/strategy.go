@@ -438,10 +438,10 @@ type request struct {
 	versioned bool
 }
 
-// now returns the pick's time in Unix nanoseconds, reading the clock once.
+// now returns the pick's time (a clockNano reading), reading the clock once.
 func (r *request) now() int64 {
 	if r.nowNs == 0 {
-		r.nowNs = unixNano(r.b.now())
+		r.nowNs = clockNano(r.b.now())
 	}
 	return r.nowNs
 }

@@ -12,6 +12,8 @@ import (
 // request. Sample must be deterministic given the random source.
 type Dist interface {
 	Sample(r *rand.Rand) time.Duration
+	// Mean is the distribution's expected value (the oracle's estimate).
+	Mean() time.Duration
 	String() string
 }
 
@@ -93,20 +95,29 @@ func parseSlow(s string) (Dist, error) {
 		return nil, err
 	}
 	ps, base, hasBase := strings.Cut(rest, ":")
-	if !strings.HasSuffix(ps, "%") {
-		return nil, fmt.Errorf("percentage %q: want a number followed by %%", ps)
+	p, err := parsePercent(ps)
+	if err != nil {
+		return nil, err
 	}
-	p, err := strconv.ParseFloat(strings.TrimSuffix(ps, "%"), 64)
-	if err != nil || !(p >= 0 && p <= 100) {
-		return nil, fmt.Errorf("percentage %q: want 0%% to 100%%", ps)
-	}
-	sd := &slowDist{slow: d, frac: p / 100}
+	sd := &slowDist{slow: d, frac: p}
 	if hasBase {
 		if sd.base, err = parseDist(base, false); err != nil {
 			return nil, err
 		}
 	}
 	return sd, nil
+}
+
+// parsePercent parses "P%", 0 to 100, as a fraction.
+func parsePercent(ps string) (float64, error) {
+	if !strings.HasSuffix(ps, "%") {
+		return 0, fmt.Errorf("percentage %q: want a number followed by %%", ps)
+	}
+	p, err := strconv.ParseFloat(strings.TrimSuffix(ps, "%"), 64)
+	if err != nil || !(p >= 0 && p <= 100) {
+		return 0, fmt.Errorf("percentage %q: want 0%% to 100%%", ps)
+	}
+	return p / 100, nil
 }
 
 func parseDur(s string) (time.Duration, error) {
@@ -123,6 +134,7 @@ func parseDur(s string) (time.Duration, error) {
 type constDist time.Duration
 
 func (d constDist) Sample(*rand.Rand) time.Duration { return time.Duration(d) }
+func (d constDist) Mean() time.Duration             { return time.Duration(d) }
 func (d constDist) String() string                  { return time.Duration(d).String() }
 
 type expDist time.Duration
@@ -130,14 +142,16 @@ type expDist time.Duration
 func (d expDist) Sample(r *rand.Rand) time.Duration {
 	return time.Duration(r.ExpFloat64() * float64(d))
 }
-func (d expDist) String() string { return "exp:" + time.Duration(d).String() }
+func (d expDist) Mean() time.Duration { return time.Duration(d) }
+func (d expDist) String() string      { return "exp:" + time.Duration(d).String() }
 
 type uniformDist struct{ lo, hi time.Duration }
 
 func (d uniformDist) Sample(r *rand.Rand) time.Duration {
 	return d.lo + time.Duration(r.Float64()*float64(d.hi-d.lo))
 }
-func (d uniformDist) String() string { return "uniform:" + d.lo.String() + "-" + d.hi.String() }
+func (d uniformDist) Mean() time.Duration { return (d.lo + d.hi) / 2 }
+func (d uniformDist) String() string      { return "uniform:" + d.lo.String() + "-" + d.hi.String() }
 
 // slowDist takes slow with probability frac and base otherwise; a nil base is
 // bound to Options.Default by Run.
@@ -157,6 +171,14 @@ func (d *slowDist) Sample(r *rand.Rand) time.Duration {
 		return defaultLatency
 	}
 	return d.base.Sample(r)
+}
+
+func (d *slowDist) Mean() time.Duration {
+	base := defaultLatency
+	if d.base != nil {
+		base = d.base.Mean()
+	}
+	return time.Duration(d.frac*float64(d.slow) + (1-d.frac)*float64(base))
 }
 
 func (d *slowDist) String() string {
