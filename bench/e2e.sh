@@ -182,6 +182,24 @@ start_caddy() {
 	proxy_pids+=($!)
 }
 
+# run_rows MEASURE SUMMARIZE ARG: ROUNDS rounds over the caller's rows
+# ("proxy|policy|port"), calling "MEASURE ARG ROW PORT" for each, then
+# "SUMMARIZE ARG ROW PROXY POLICY" for each row.
+run_rows() {
+	local measure="$1" sum="$2" arg="$3" round r proxy policy port
+	for round in $(seq 1 "$ROUNDS"); do
+		echo "  round $round of $ROUNDS"
+		for r in "${!rows[@]}"; do
+			IFS='|' read -r _ _ port <<<"${rows[$r]}"
+			"$measure" "$arg" "$r" "$port"
+		done
+	done
+	for r in "${!rows[@]}"; do
+		IFS='|' read -r proxy policy _ <<<"${rows[$r]}"
+		"$sum" "$arg" "$r" "$proxy" "$policy"
+	done
+}
+
 throughput_part() {
 	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 99))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) \
 		$(seq "$HAPROXY_PORT" $((HAPROXY_PORT + 2))) $(seq "$CADDY_PORT" $((CADDY_PORT + 9)))
@@ -280,17 +298,7 @@ throughput_part() {
 		wait_port $((HAPROXY_PORT + 2))
 		wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
 		rm -f "$work"/row*.runs "$work"/row*.counts
-		for round in $(seq 1 "$ROUNDS"); do
-			echo "  round $round of $ROUNDS"
-			for r in "${!rows[@]}"; do
-				IFS='|' read -r _ _ port <<<"${rows[$r]}"
-				run_once "$n" "$r" "$port"
-			done
-		done
-		for r in "${!rows[@]}"; do
-			IFS='|' read -r proxy policy _ <<<"${rows[$r]}"
-			summarize "$n" "$r" "$proxy" "$policy"
-		done
+		run_rows run_once summarize "$n"
 		for pid in "${proxy_pids[@]}"; do stop "$pid"; done
 	done
 
@@ -313,11 +321,11 @@ throughput_part() {
 	} >"$work/throughput.md"
 }
 
-# rate_once ROW PORT: one fixed-rate run against PORT; appends "sent ok
-# other failed skipped p50 p99 mean" to ROW's runs file and the backends'
-# counts to ROW's counts file.
+# rate_once SCENARIO ROW PORT: one fixed-rate run against PORT; appends
+# "sent ok other failed skipped p50 p99 mean" to ROW's runs file and the
+# backends' counts to ROW's counts file.
 rate_once() {
-	local row="$1" port="$2"
+	local row="$2" port="$3"
 	curl -fsS "http://$CONTROL/counts" >/dev/null
 	curl -sS -o /dev/null "http://$HOST:$port/warmup" || { echo "e2e: row $row (port $port) does not answer" >&2; return 1; }
 	"$work/rate" -url "http://$HOST:$port" -rate "$RATE" -duration "$SCENARIO_DURATION" >>"$work/srow$row.runs"
@@ -399,18 +407,7 @@ scenarios_part() {
 		wait_port "$HAPROXY_PORT"
 		wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
 		rm -f "$work"/srow*.runs "$work"/srow*.counts
-		local round r
-		for round in $(seq 1 "$ROUNDS"); do
-			echo "  round $round of $ROUNDS"
-			for r in "${!rows[@]}"; do
-				IFS='|' read -r _ _ port <<<"${rows[$r]}"
-				rate_once "$r" "$port"
-			done
-		done
-		for r in "${!rows[@]}"; do
-			IFS='|' read -r proxy pol _ <<<"${rows[$r]}"
-			scenario_line "$scen" "$r" "$proxy" "$pol"
-		done
+		run_rows rate_once scenario_line "$scen"
 		for pid in "${proxy_pids[@]}"; do stop "$pid"; done
 		stop "$backend_pid"
 	done

@@ -54,9 +54,12 @@ func TestCaddyFaults(t *testing.T) {
 			Header: faultsuite.SpreadClients, InProcess: true, End: faultsuite.RestartAt + 3*time.Second}
 		c.Targets.Ramp = true
 		if policy == "fair" && os.Getenv("LBPACK_FAULTS_FAIR_RAMP") != "1" {
-			// fair's latency estimate decides over the ramp today (issue 13,
-			// items 1 and 4): the restarted upstream has taken 2% to 69% of
-			// the requests in its first 0.5 s. Asserted with
+			// fair's latency estimate decides over the ramp (issue 13): the
+			// restarted upstream has taken from 0% to 69% of the requests in
+			// its first 0.5 s across runs and versions of fair, and from 0% to
+			// 2% in the 3 s after the restart with fair's estimate as it is
+			// now: whether the ramp or fair's own recovery (within twice
+			// decay_time) governs is not settled. Asserted with
 			// LBPACK_FAULTS_FAIR_RAMP=1; the figures are in the table either way.
 			c.Targets.Ramp = false
 			t.Log("fair with slow_start: the ramp is measured, not asserted (LBPACK_FAULTS_FAIR_RAMP=1 asserts it)")
