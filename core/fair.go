@@ -23,11 +23,20 @@ const fairProbeShare = 4
 // the better of two.
 const fairScan = 8
 
-// fairTie is how much lower a score must be to take the pick from the
-// weighted first candidate when it is not less loaded: scores within a
-// factor of 2 count as equal then. So backends of about equal latency share
-// by weight however their estimates jitter.
-const fairTie = 2
+// fairTie is the least factor by which a score must be lower to take the
+// pick from the weighted first candidate when it is not less loaded:
+// scores within it count as equal. Each measured backend raises it to its
+// own tie (see observe) by the spread of its answers and the uncertainty of
+// its estimate, up to fairMaxTie; a comparison uses the larger of the two
+// backends' ties. So backends of about equal latency share by weight
+// however their estimates jitter, and one 10 times slower still loses.
+const (
+	fairTie    = 2
+	fairMaxTie = 8
+	// fairSure is how many standard errors of the estimates a score must
+	// be lower by, on top of fairTie and the answers' spread.
+	fairSure = 3
+)
 
 // fair is latency-aware balancing. Each backend has an estimate of its
 // latency (see observe): an EWMA of its answers' latencies times a failure
@@ -122,7 +131,8 @@ func pickFairQuick(b *Balancer, key string) int {
 // member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
 	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
-	fs, fin, fm := 0.0, int64(0), int64(1)
+	lb, ls := first, math.Inf(1) // the best of those less loaded than first
+	fs, fin, fm := 0.0, g.hot[first].state.inflight.Load(), g.hot[first].milli
 	for c, h := range g.hot {
 		in := h.state.inflight.Load()
 		s := math.Inf(1)
@@ -132,14 +142,43 @@ func fairQuickScan(g *group, first int) int {
 			s = 0 // unmeasured and idle
 		}
 		if c == first {
-			fs, fin, fm = s, in, h.milli
+			fs = s
 		}
 		if s < bs {
 			best, bs, bin, bm = c, s, in, h.milli
 		}
+		if s < ls && in*fm < fin*h.milli {
+			lb, ls = c, s
+		}
 	}
-	if bin*fm < fin*bm && bs < fs || bs*fairTie < fs {
-		return best
+	// fairBetter for best, then for lb, inline.
+	if best != first && best != lb {
+		if bin*fm == fin*bm { // as loaded: fairTieOf
+			t, u := math.Float64frombits(g.hot[best].state.tie.Load()), math.Float64frombits(g.hot[first].state.tie.Load())
+			if u > t {
+				t = u
+			}
+			if bs*t < fs {
+				return best
+			}
+		} else { // more loaded: fairNearOf
+			t, u := math.Float64frombits(g.hot[best].state.near.Load()), math.Float64frombits(g.hot[first].state.near.Load())
+			if u < t {
+				t = u
+			}
+			if bs+bs*t < fs {
+				return best
+			}
+		}
+	}
+	if lb != first {
+		t, u := math.Float64frombits(g.hot[lb].state.near.Load()), math.Float64frombits(g.hot[first].state.near.Load())
+		if u < t {
+			t = u
+		}
+		if ls < fs+fs*t {
+			return lb
+		}
 	}
 	return first
 }
@@ -186,21 +225,40 @@ func pickFair(f *fair, g *group, r *request) int {
 // fairBest returns the position of the eligible member of g with the
 // lowest score (the first in order among equals), or -1 when none is
 // eligible. first, when not -1, is the eligible member drawn first: it keeps
-// the pick unless that member is better (see fairBetter).
+// the pick unless the best takes it (see fairBetter), or else the best of
+// those with fewer requests in flight per unit of weight does. Looking past
+// the best for a less loaded one keeps noise in the scores (in the wait
+// behind requests in flight, above all) from handing a backend's freed slot
+// to a busier one.
 func fairBest(r *request, g *group, first int) int {
-	best, bw, bs := -1, int64(0), 0.0
+	best, bs := -1, 0.0
+	lb, ls := -1, math.Inf(1)
+	fin, fw := int64(0), int64(0)
+	if first >= 0 {
+		fin, fw = g.members[first].state.inflight.Load(), int64(g.members[first].weight)
+	}
 	for c, m := range g.members {
 		if usable(r, m) {
-			w := milliWeightNow(r, m)
-			if s := fairCost(m, w); best < 0 || s < bs {
-				best, bw, bs = c, w, s
+			s := fairCost(m, milliWeightNow(r, m))
+			if best < 0 || s < bs {
+				best, bs = c, s
+			}
+			if s < ls && m.state.inflight.Load()*fw < fin*int64(m.weight) {
+				lb, ls = c, s
 			}
 		}
 	}
-	if first >= 0 && best != first && !fairBetter(g.members[best], bw, g.members[first], milliWeightNow(r, g.members[first])) {
-		return first
+	if first < 0 {
+		return best
 	}
-	return best
+	f, fmw := g.members[first], milliWeightNow(r, g.members[first])
+	if best != first && best != lb && fairBetter(g.members[best], milliWeightNow(r, g.members[best]), f, fmw) {
+		return best
+	}
+	if lb >= 0 && fairBetter(g.members[lb], milliWeightNow(r, g.members[lb]), f, fmw) {
+		return lb
+	}
+	return first
 }
 
 // fairPair draws fair's two candidates (member positions): from the
@@ -223,16 +281,45 @@ func taken(m *member, pos int, now int64) int {
 }
 
 // fairBetter reports whether member c, at (slow-start) weight cw, takes the
-// pick from member m, at weight mw (both in thousandths): when c has fewer
-// requests in flight per unit of weight, by a lower score; otherwise by a
-// score lower by more than fairTie, so that estimates' jitter does not
-// override the weighted draw.
+// pick from member m, at weight mw (both in thousandths). Scores count as
+// equal within noise: when c has fewer requests in flight per unit of
+// weight, its score may be higher by the fraction fairNearOf; when it has
+// more, it must be lower by that fraction; when both are as loaded, it must
+// be lower by the factor fairTieOf, so that latencies equal up to their
+// noise leave the pick to the weighted draw.
 func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	sc, sm := fairCost(c, cw), fairCost(m, mw)
-	if c.state.inflight.Load()*int64(m.weight) < m.state.inflight.Load()*int64(c.weight) {
-		return sc < sm
+	lc, lm := c.state.inflight.Load()*int64(m.weight), m.state.inflight.Load()*int64(c.weight)
+	switch {
+	case lc < lm:
+		return sc < sm+sm*fairNearOf(c, m)
+	case lc > lm:
+		return sc+sc*fairNearOf(c, m) < sm
 	}
-	return sc*fairTie < sm
+	return sc*fairTieOf(c, m) < sm
+}
+
+// fairNearOf is the fraction by which the scores of c and m must differ to
+// count as different when one is less loaded: the smaller of their nears
+// (see observe), so that a backend whose estimate is uncertain (one probed
+// now and then, most often a slow one) is not favoured by it.
+func fairNearOf(c, m *member) float64 {
+	t, u := math.Float64frombits(c.state.near.Load()), math.Float64frombits(m.state.near.Load())
+	if u < t {
+		return u
+	}
+	return t
+}
+
+// fairTieOf is the factor by which the scores of c and m must differ to
+// count as different when they are as loaded: the larger of their ties (a
+// measured backend's is at least fairTie; see observe).
+func fairTieOf(c, m *member) float64 {
+	t, u := math.Float64frombits(c.state.tie.Load()), math.Float64frombits(m.state.tie.Load())
+	if u > t {
+		return u
+	}
+	return t
 }
 
 // fairScore is m's expected cost: latency estimate times (in flight +
@@ -256,24 +343,6 @@ func fairCost(m *member, milli int64) float64 {
 	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*math.Float64frombits(m.state.wait.Load())) / float64(milli)
 }
 
-// fairGroupMean returns the mean estimate of the measured members of m's
-// group other than m and those with failures (whose penalty is not their
-// latency), or 0 when there is none: the prior of m's first success (see
-// observe).
-func fairGroupMean(m *member) float64 {
-	sum, n := 0.0, 0
-	for _, o := range m.group.members {
-		if e := math.Float64frombits(o.state.ewma.Load()); o != m && e != 0 && o.state.fails.Load() == 0 {
-			sum += e
-			n++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return sum / float64(n)
-}
-
 // Bounds of fair's estimate (see observe).
 const (
 	// fairKeep is the most of the latency estimate an answer keeps: each
@@ -287,20 +356,19 @@ const (
 	// then a thousand times its latency), and yet its estimate stays finite
 	// and comes back within ten successes.
 	fairMaxPenalty = 1024
-	// fairPrior is the weight, in answers, of the peers' estimate in a
-	// backend's first success.
-	fairPrior = 4
 	// fairMaxWait caps the wait behind a request in flight, in latencies.
 	fairMaxWait = 64
+	// fairFew: a backend whose estimate rests on fewer than fairFew
+	// answers' worth (v > 1/fairFew: its first answers, or the first after
+	// a silence of about DecayTime) is due for the probe rule's pick at
+	// once, so that an estimate from one unlucky answer is not kept for
+	// DecayTime/4.
+	fairFew = 4
 )
 
 // observe feeds one answer into fair's estimate of a backend: lat is its
-// latency (ns), now its clockNano, decay the decay time (ns), prior (when
-// not 0, for a backend's first success) the estimate of its peers, which
-// then counts as fairPrior answers already seen, so that the first few,
-// noisy as they are, do not set the backend apart (one unlucky answer would
-// otherwise keep it out of idle picks until probes undo it). The estimate
-// is lat (an EWMA of latencies) times penalty (for failures), and wait:
+// latency (ns), now its clockNano, decay the decay time (ns). The estimate
+// is lat (an EWMA of latencies) times penalty (for failures), wait, and tie:
 //   - a success pulls lat (and the EWMA of squared latencies) towards its
 //     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
 //     since the previous answer), at most fairKeep, and at most 1-1/n at
@@ -309,6 +377,22 @@ const (
 //   - wait is the mean residual latency of a request in flight, in units of
 //     lat: 1 for exponential latencies, far more for mixed costs (95% 1 ms,
 //     5% 100 ms: about 14), where a request queued behind a slow one waits;
+//   - tie is how much lower another backend's score must be to take a pick
+//     from this one, or this one's from another (see fairBetter): fairTie,
+//     plus the answers' coefficient of variation (their spread: latencies
+//     nearer than one standard deviation of a single answer are noise),
+//     plus fairSure relative standard errors of lat (the sum of the squared
+//     weights of the answers in it, v, is 1/n after n answers, 1/200 at
+//     a high rate; noise at least exponential's), up to fairMaxTie. So a
+//     first answer that paid a dial, a GC pause, a few outliers in a
+//     sub-millisecond backend do not set it apart (a relative tie alone,
+//     and the peers' mean as a first answer's prior, let one unlucky
+//     estimate keep a backend out), while one 10 times slower loses even
+//     on its first answer;
+//   - while v is above 1/fairFew, each success makes the probe rule due for
+//     the backend (its lastPick is set back), so its first answers, or its
+//     first after a silence, come one after the other, and the estimate an
+//     unlucky answer left does not stand for DecayTime/4;
 //   - a failure doubles the penalty, up to fairMaxPenalty, and raises lat to
 //     its latency if that is higher: a failure never makes a backend look
 //     faster.
@@ -317,7 +401,7 @@ const (
 // latency seen times 1024), and after a long silence w is 0: the next
 // success is the new latency estimate. A function, not a method: under the
 // interpreter a method call costs several function calls.
-func observe(s *backendState, lat int64, failed bool, now, decay int64, prior float64) {
+func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured
@@ -326,9 +410,6 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 	el := now - s.stamp
 	if el < 0 {
 		el = 0
-	}
-	if s.n == 0 && prior > 0 && !failed {
-		s.lat, s.sq, s.n, el = prior, 2*prior*prior, fairPrior, 0
 	}
 	w := math.Exp(-float64(el) / float64(decay))
 	if w > fairKeep {
@@ -353,6 +434,7 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 		}
 		s.lat = s.lat*w + x*(1-w)
 		s.sq = s.sq*w + x*x*(1-w)
+		s.v = s.v*w*w + (1-w)*(1-w)
 		if w > 0.5 {
 			w = 0.5
 		}
@@ -361,16 +443,34 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 	// A request ahead has, on average, sq/(2 lat) of its service left (lat
 	// for exponential latencies, far more for mixed costs): in units of
 	// lat, from 1 up to fairMaxWait.
-	k := 1.0
+	k, t, q := 1.0, float64(fairTie), 0.0
 	if s.n > 0 {
-		k = s.sq / (2 * s.lat * s.lat)
+		r := s.sq/(s.lat*s.lat) - 1 // the answers' squared coefficient of variation
+		if r < 0 {
+			r = 0
+		}
+		k = (r + 1) / 2
 		if k < 1 {
 			k = 1
 		} else if k > fairMaxWait {
 			k = fairMaxWait
 		}
+		e := r
+		if e < 1 {
+			e = 1
+		}
+		q = fairSure * math.Sqrt(e*s.v)
+		t += math.Sqrt(r) + q
+		if t > fairMaxTie {
+			t = fairMaxTie
+		}
+	}
+	if !failed && s.v*fairFew > 1 {
+		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
 	s.wait.Store(math.Float64bits(k))
+	s.tie.Store(math.Float64bits(t))
+	s.near.Store(math.Float64bits(q))
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))
