@@ -24,17 +24,18 @@ const fairProbeShare = 4
 const fairScan = 8
 
 // fairTie is the least factor by which a score must be lower to take the
-// pick from the weighted first candidate when it is not less loaded:
-// scores within it count as equal. Each measured backend raises it to its
-// own tie (see observe) by the spread of its answers and the uncertainty of
-// its estimate, up to fairMaxTie; a comparison uses the larger of the two
+// pick from the weighted first candidate as loaded as it: scores within it
+// count as equal. Each measured backend raises it to its own tie (see
+// observe) by the spread of its answers (a difference within one standard
+// deviation of a single answer is noise) and the uncertainty of its
+// estimate, up to fairMaxTie; a comparison uses the larger of the two
 // backends' ties. So backends of about equal latency share by weight
 // however their estimates jitter, and one 10 times slower still loses.
 const (
 	fairTie    = 2
 	fairMaxTie = 8
-	// fairSure is how many standard errors of the estimates a score must
-	// be lower by, on top of fairTie and the answers' spread.
+	// fairSure is how many relative standard errors of an estimate make
+	// its near, and count in its tie on top of fairTie and the spread.
 	fairSure = 3
 )
 
@@ -45,14 +46,22 @@ const (
 // estimate * (weight + in flight * wait) / weight, weight standing for its
 // capacity (divided further by the ramp's fraction of it during a slow
 // start). A pick draws a first candidate at random in proportion to weight
-// and compares it with the best-scoring backend (in a group of up to
-// fairScan members; with a second weighted draw beyond): that one takes the
-// pick when it has fewer requests in flight per unit of weight and a lower
-// score, or a score lower by more than fairTie. So equal backends share by
-// weight, idle or loaded, and a slower or busier one gets less. A backend
-// not yet measured scores 0 while it has nothing in flight (so it is tried
-// at once) and +Inf while its first requests are out (so a new backend is
-// not flooded before its first answer).
+// and compares it with the best-scoring backend, and with the best of those
+// with fewer requests in flight per unit of weight (in a group of up to
+// fairScan members; with a second weighted draw beyond). Scores count as
+// equal within their noise (see fairBetter): a challenger as loaded as the
+// first must score lower by the larger of the two backends' ties (fairTie,
+// 2, plus the spread of its answers and the uncertainty of its estimate, up
+// to fairMaxTie, 8); a less loaded one takes the pick unless it scores
+// higher by more than the smaller near (the uncertainty alone), a more
+// loaded one only when it scores lower by more than that. So backends of
+// equal latency up to real noise (sub-millisecond answers jittering by more
+// than 2x, a first answer that paid a dial, GC pauses) share by weight, idle
+// or loaded, and one 10 times slower, or busier, gets less. A backend not
+// yet measured scores 0 while it has nothing in flight (so it is tried at
+// once) and +Inf while its first requests are out (so a new backend is not
+// flooded before its first answer); until it has fairFew answers' worth it
+// is due for the probe rule's pick at once (see observe).
 //
 // The latency estimate is a plain EWMA, not the peak EWMA of Finagle and
 // Linkerd (where an answer above the estimate replaces it): with the peak,
@@ -67,8 +76,8 @@ const (
 // the pick. So every eligible backend gets a request at least every
 // DecayTime/4 plus n picks, its estimate never gets older than that, and a
 // backend much slower than the others gets those probes and little else
-// (in lbsim's "slow" scenario 0.1% of requests, where every 16th pick going
-// round gave it 1.4%).
+// (in lbsim's "slow" scenario under 0.1% of requests, where every 16th pick
+// going round gave it 1.4%).
 //
 // The candidates are drawn from the group's weight table (see weightedLook)
 // when it has one, from an alias table otherwise.
