@@ -141,7 +141,8 @@ func pickFairQuick(b *Balancer, key string) int {
 func fairQuickScan(g *group, first int) int {
 	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
 	lb, ls := first, math.Inf(1) // the best of those less loaded than first
-	fs, fin, fm := 0.0, g.hot[first].state.inflight.Load(), g.hot[first].milli
+	fs, fin := 0.0, g.hot[first].state.inflight.Load()
+	fm := g.hot[first].milli
 	for c, h := range g.hot {
 		in := h.state.inflight.Load()
 		s := math.Inf(1)
@@ -242,9 +243,11 @@ func pickFair(f *fair, g *group, r *request) int {
 func fairBest(r *request, g *group, first int) int {
 	best, bs := -1, 0.0
 	lb, ls := -1, math.Inf(1)
-	fin, fw := int64(0), int64(0)
+	var fin, fw int64 // first's in flight and weight
 	if first >= 0 {
-		fin, fw = g.members[first].state.inflight.Load(), int64(g.members[first].weight)
+		// Two statements: yaegi v0.16 leaves fw 0 in the tuple assignment.
+		fin = g.members[first].state.inflight.Load()
+		fw = int64(g.members[first].weight)
 	}
 	for c, m := range g.members {
 		if usable(r, m) {
@@ -260,12 +263,17 @@ func fairBest(r *request, g *group, first int) int {
 	if first < 0 {
 		return best
 	}
-	f, fmw := g.members[first], milliWeightNow(r, g.members[first])
-	if best != first && best != lb && fairBetter(g.members[best], milliWeightNow(r, g.members[best]), f, fmw) {
-		return best
+	f := g.members[first]
+	fmw := milliWeightNow(r, f)
+	if best != first && best != lb {
+		if c := g.members[best]; fairBetter(c, milliWeightNow(r, c), f, fmw) {
+			return best
+		}
 	}
-	if lb >= 0 && fairBetter(g.members[lb], milliWeightNow(r, g.members[lb]), f, fmw) {
-		return lb
+	if lb >= 0 {
+		if c := g.members[lb]; fairBetter(c, milliWeightNow(r, c), f, fmw) {
+			return lb
+		}
 	}
 	return first
 }
@@ -298,11 +306,12 @@ func taken(m *member, pos int, now int64) int {
 // noise leave the pick to the weighted draw.
 func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	sc, sm := fairCost(c, cw), fairCost(m, mw)
-	lc, lm := c.state.inflight.Load()*int64(m.weight), m.state.inflight.Load()*int64(c.weight)
-	switch {
-	case lc < lm:
+	lc := c.state.inflight.Load() * int64(m.weight)
+	lm := m.state.inflight.Load() * int64(c.weight)
+	if lc < lm {
 		return sc < sm+sm*fairNearOf(c, m)
-	case lc > lm:
+	}
+	if lc > lm {
 		return sc+sc*fairNearOf(c, m) < sm
 	}
 	return sc*fairTieOf(c, m) < sm
