@@ -37,6 +37,9 @@ const (
 	// fairSure is how many relative standard errors of an estimate make
 	// its near, and count in its tie on top of fairTie and the spread.
 	fairSure = 3
+	// fairUnit is the fixed point of ties and nears as stored (1/1024ths),
+	// which the interpreter compares without a call to math.Float64frombits.
+	fairUnit = 1024
 )
 
 // fair is latency-aware balancing. Each backend has an estimate of its
@@ -162,31 +165,34 @@ func fairQuickScan(g *group, first int) int {
 		}
 	}
 	// fairBetter for best, then for lb, inline.
-	if best != first && best != lb {
-		if bin*fm == fin*bm { // as loaded: fairTieOf
-			t, u := math.Float64frombits(g.hot[best].state.tie.Load()), math.Float64frombits(g.hot[first].state.tie.Load())
+	if best != first && best != lb && bs < fs {
+		if bin*fm == fin*bm { // as loaded: the larger tie
+			t, u := g.hot[best].state.tie.Load(), g.hot[first].state.tie.Load()
 			if u > t {
 				t = u
 			}
-			if bs*t < fs {
+			if bs*float64(t) < fs*fairUnit {
 				return best
 			}
-		} else { // more loaded: fairNearOf
-			t, u := math.Float64frombits(g.hot[best].state.near.Load()), math.Float64frombits(g.hot[first].state.near.Load())
+		} else { // more loaded: the smaller near
+			t, u := g.hot[best].state.near.Load(), g.hot[first].state.near.Load()
 			if u < t {
 				t = u
 			}
-			if bs+bs*t < fs {
+			if bs*float64(fairUnit+t) < fs*fairUnit {
 				return best
 			}
 		}
 	}
 	if lb != first {
-		t, u := math.Float64frombits(g.hot[lb].state.near.Load()), math.Float64frombits(g.hot[first].state.near.Load())
+		if ls < fs {
+			return lb
+		}
+		t, u := g.hot[lb].state.near.Load(), g.hot[first].state.near.Load()
 		if u < t {
 			t = u
 		}
-		if ls < fs+fs*t {
+		if ls*fairUnit < fs*float64(fairUnit+t) {
 			return lb
 		}
 	}
@@ -300,44 +306,39 @@ func taken(m *member, pos int, now int64) int {
 // fairBetter reports whether member c, at (slow-start) weight cw, takes the
 // pick from member m, at weight mw (both in thousandths). Scores count as
 // equal within noise: when c has fewer requests in flight per unit of
-// weight, its score may be higher by the fraction fairNearOf; when it has
-// more, it must be lower by that fraction; when both are as loaded, it must
-// be lower by the factor fairTieOf, so that latencies equal up to their
-// noise leave the pick to the weighted draw.
+// weight, its score may be higher by the smaller of the two backends' nears
+// (see observe: smaller, so that a backend whose estimate is uncertain, as
+// one probed now and then, most often a slow one, is not favoured by it);
+// when it has more, it must be lower by that fraction; when both are as
+// loaded, it must be lower by the larger of their ties (a measured
+// backend's is at least fairTie), so that latencies equal up to their noise
+// leave the pick to the weighted draw. No helper calls: under the
+// interpreter each would cost the pick more than its arithmetic.
 func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	sc, sm := fairCost(c, cw), fairCost(m, mw)
 	lc := c.state.inflight.Load() * int64(m.weight)
 	lm := m.state.inflight.Load() * int64(c.weight)
-	if lc < lm {
-		return sc < sm+sm*fairNearOf(c, m)
+	// Half the cases need no tolerance (and no more loads).
+	if lower := sc < sm; lower && lc < lm {
+		return true
+	} else if !lower && lc >= lm {
+		return false
 	}
-	if lc > lm {
-		return sc+sc*fairNearOf(c, m) < sm
+	if lc == lm {
+		t, u := c.state.tie.Load(), m.state.tie.Load()
+		if u > t {
+			t = u
+		}
+		return sc*float64(t) < sm*fairUnit
 	}
-	return sc*fairTieOf(c, m) < sm
-}
-
-// fairNearOf is the fraction by which the scores of c and m must differ to
-// count as different when one is less loaded: the smaller of their nears
-// (see observe), so that a backend whose estimate is uncertain (one probed
-// now and then, most often a slow one) is not favoured by it.
-func fairNearOf(c, m *member) float64 {
-	t, u := math.Float64frombits(c.state.near.Load()), math.Float64frombits(m.state.near.Load())
+	t, u := c.state.near.Load(), m.state.near.Load()
 	if u < t {
-		return u
+		t = u
 	}
-	return t
-}
-
-// fairTieOf is the factor by which the scores of c and m must differ to
-// count as different when they are as loaded: the larger of their ties (a
-// measured backend's is at least fairTie; see observe).
-func fairTieOf(c, m *member) float64 {
-	t, u := math.Float64frombits(c.state.tie.Load()), math.Float64frombits(m.state.tie.Load())
-	if u > t {
-		return u
+	if lc < lm {
+		return sc*fairUnit < sm*float64(fairUnit+t)
 	}
-	return t
+	return sc*float64(fairUnit+t) < sm*fairUnit
 }
 
 // fairScore is m's expected cost: latency estimate times (in flight +
@@ -487,8 +488,8 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
 	s.wait.Store(math.Float64bits(k))
-	s.tie.Store(math.Float64bits(t))
-	s.near.Store(math.Float64bits(q))
+	s.tie.Store(int64(t*fairUnit + 0.5))
+	s.near.Store(int64(q*fairUnit + 0.5))
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))

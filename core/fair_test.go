@@ -86,7 +86,7 @@ func setFairEstimate(b *Balancer, i int, lat time.Duration) {
 	s.lat, s.sq, s.v, s.n, s.penalty, s.stamp = x, 2*x*x, 0, 1000, 1, now
 	s.ewma.Store(math.Float64bits(x))
 	s.wait.Store(math.Float64bits(1))
-	s.tie.Store(math.Float64bits(fairTie))
+	s.tie.Store(fairTie * fairUnit)
 	s.near.Store(0)
 	s.lastPick.Store(now)
 	s.mu.Unlock()
@@ -450,7 +450,7 @@ func TestFairEWMA(t *testing.T) {
 	// The tie: after one answer, fairTie plus fairSure standard errors of
 	// a single exponential answer (1); after four equal ones, half that.
 	q := &backendState{}
-	tie := func() float64 { return math.Float64frombits(q.tie.Load()) }
+	tie := func() float64 { return float64(q.tie.Load()) / fairUnit }
 	observe(q, int64(30*time.Millisecond), false, 1e9, decay)
 	near("tie after one answer", tie(), fairTie+fairSure)
 	for k := 0; k < 3; k++ {

@@ -46,20 +46,20 @@ type backendState struct {
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's estimate (see observe): ewma, wait and tie are what picks
-	// read (float64 bits): ewma the latency estimate lat times the failure
-	// penalty in ns (0 = unmeasured), wait the cost of a request in flight
-	// ahead of a new one, in units of lat (1 to fairMaxWait), tie the
-	// factor by which scores must differ to count as different (0 =
-	// unmeasured; else fairTie to fairMaxTie). lat, sq (the EWMA of squared
+	// fair's estimate (see observe): ewma, wait, tie and near are what
+	// picks read: ewma the latency estimate lat times the failure penalty
+	// in ns (0 = unmeasured), wait the cost of a request in flight ahead of
+	// a new one, in units of lat (1 to fairMaxWait) (both float64 bits);
+	// tie and near the factor and the fraction by which scores must differ
+	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the EWMA of squared
 	// latencies), v (the sum of the squared weights of the answers in lat),
 	// n (successes seen), penalty and stamp (the clockNano of the last
 	// sample) change under mu. lastPick is the clockNano of the last fair
 	// pick.
 	ewma     atomic.Uint64
 	wait     atomic.Uint64
-	tie      atomic.Uint64
-	near     atomic.Uint64
+	tie      atomic.Int64
+	near     atomic.Int64
 	mu       sync.Mutex
 	lat      float64
 	sq       float64
