@@ -319,9 +319,11 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	lc := c.state.inflight.Load() * int64(m.weight)
 	lm := m.state.inflight.Load() * int64(c.weight)
 	// Half the cases need no tolerance (and no more loads).
-	if lower := sc < sm; lower && lc < lm {
-		return true
-	} else if !lower && lc >= lm {
+	if sc < sm {
+		if lc < lm {
+			return true
+		}
+	} else if lc >= lm {
 		return false
 	}
 	if lc == lm {
