@@ -647,3 +647,41 @@ func TestFairSharesUnderRealNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestFairSlowUnderRealNoise: under the same noise (see noisyLatency), a
+// backend 10 times slower than two others, or 150 ms slower, gets the probe
+// rule's picks (one per DecayTime/4), its first fairFew answers and a dozen
+// more at most (measured: 84-88 picks of 30,000 for 81-85 probes at one
+// client, 5-21 for up to 8 probes at 10), one request at a time and at 10
+// clients; the two equal backends share the rest, each with at least 40%
+// of the picks.
+func TestFairSlowUnderRealNoise(t *testing.T) {
+	for _, base := range []time.Duration{5 * time.Millisecond, 300 * time.Microsecond} {
+		for _, clients := range []int{1, 10} {
+			for _, slow := range []string{"10x", "+150ms"} {
+				for seed := int64(1); seed <= 3; seed++ {
+					clock := newHCClock()
+					b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: seededRandFunc(seed)})
+					lat := noisyLatency(seed, base, 3)
+					start := clock.t
+					const picks = 30000
+					counts := fairLoop(t, b, clock, clients, picks, 0, func(i int, _ time.Time) (time.Duration, bool) {
+						l := lat(i)
+						if i == 1 && slow == "10x" {
+							l *= 10
+						} else if i == 1 {
+							l += 150 * time.Millisecond
+						}
+						return l, false
+					})
+					probes := int(clock.t.Sub(start) / (DefaultDecayTime / 4))
+					most := probes + probes/5 + 4*fairFew
+					if counts[1] > most || counts[1] < probes || counts[0] < picks*4/10 || counts[2] < picks*4/10 {
+						t.Errorf("%v, %d clients, b %s, seed %d: picks %v; want b from %d (the probes) to %d, a and c at least 40%% each",
+							base, clients, slow, seed, counts, probes, most)
+					}
+				}
+			}
+		}
+	}
+}
