@@ -490,8 +490,16 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
 	s.wait.Store(math.Float64bits(k))
-	s.tie.Store(int64(t*fairUnit + 0.5))
-	s.near.Store(int64(q*fairUnit + 0.5))
+	// In fixed point, tie and near mostly stay as they were: no store then
+	// (under the interpreter each costs a call).
+	if ti := int64(t*fairUnit + 0.5); ti != s.ti {
+		s.ti = ti
+		s.tie.Store(ti)
+	}
+	if ni := int64(q*fairUnit + 0.5); ni != s.ni {
+		s.ni = ni
+		s.near.Store(ni)
+	}
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))

@@ -86,8 +86,9 @@ func setFairEstimate(b *Balancer, i int, lat time.Duration) {
 	s.lat, s.sq, s.v, s.n, s.penalty, s.stamp = x, 2*x*x, 0, 1000, 1, now
 	s.ewma.Store(math.Float64bits(x))
 	s.wait.Store(math.Float64bits(1))
-	s.tie.Store(fairTie * fairUnit)
-	s.near.Store(0)
+	s.ti, s.ni = fairTie*fairUnit, 0
+	s.tie.Store(s.ti)
+	s.near.Store(s.ni)
 	s.lastPick.Store(now)
 	s.mu.Unlock()
 }

@@ -51,11 +51,11 @@ type backendState struct {
 	// in ns (0 = unmeasured), wait the cost of a request in flight ahead of
 	// a new one, in units of lat (1 to fairMaxWait) (both float64 bits);
 	// tie and near the factor and the fraction by which scores must differ
-	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the EWMA of squared
-	// latencies), v (the sum of the squared weights of the answers in lat),
-	// n (successes seen), penalty and stamp (the clockNano of the last
-	// sample) change under mu. lastPick is the clockNano of the last fair
-	// pick.
+	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the
+	// EWMA of squared latencies), v (the sum of the squared weights of the
+	// answers in lat), ti and ni, n (successes seen), penalty and stamp (the
+	// clockNano of the last sample) change under mu. lastPick is the
+	// clockNano of the last fair pick.
 	ewma     atomic.Uint64
 	wait     atomic.Uint64
 	tie      atomic.Int64
@@ -64,6 +64,7 @@ type backendState struct {
 	lat      float64
 	sq       float64
 	v        float64
+	ti, ni   int64 // tie and near as last stored
 	n        int64
 	penalty  float64
 	stamp    int64
