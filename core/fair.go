@@ -23,11 +23,24 @@ const fairProbeShare = 4
 // the better of two.
 const fairScan = 8
 
-// fairTie is how much lower a score must be to take the pick from the
-// weighted first candidate when it is not less loaded: scores within a
-// factor of 2 count as equal then. So backends of about equal latency share
-// by weight however their estimates jitter.
-const fairTie = 2
+// fairTie is the least factor by which a score must be lower to take the
+// pick from the weighted first candidate as loaded as it: scores within it
+// count as equal. Each measured backend raises it to its own tie (see
+// observe) by the spread of its answers (a difference within one standard
+// deviation of a single answer is noise) and the uncertainty of its
+// estimate, up to fairMaxTie; a comparison uses the larger of the two
+// backends' ties. So backends of about equal latency share by weight
+// however their estimates jitter, and one 10 times slower still loses.
+const (
+	fairTie    = 2
+	fairMaxTie = 8
+	// fairSure is how many relative standard errors of an estimate make
+	// its near, and count in its tie on top of fairTie and the spread.
+	fairSure = 3
+	// fairUnit is the fixed point of ties and nears as stored (1/1024ths),
+	// which the interpreter compares without a call to math.Float64frombits.
+	fairUnit = 1024
+)
 
 // fair is latency-aware balancing. Each backend has an estimate of its
 // latency (see observe): an EWMA of its answers' latencies times a failure
@@ -36,14 +49,22 @@ const fairTie = 2
 // estimate * (weight + in flight * wait) / weight, weight standing for its
 // capacity (divided further by the ramp's fraction of it during a slow
 // start). A pick draws a first candidate at random in proportion to weight
-// and compares it with the best-scoring backend (in a group of up to
-// fairScan members; with a second weighted draw beyond): that one takes the
-// pick when it has fewer requests in flight per unit of weight and a lower
-// score, or a score lower by more than fairTie. So equal backends share by
-// weight, idle or loaded, and a slower or busier one gets less. A backend
-// not yet measured scores 0 while it has nothing in flight (so it is tried
-// at once) and +Inf while its first requests are out (so a new backend is
-// not flooded before its first answer).
+// and compares it with the best-scoring backend, and with the best of those
+// with fewer requests in flight per unit of weight (in a group of up to
+// fairScan members; with a second weighted draw beyond). Scores count as
+// equal within their noise (see fairBetter): a challenger as loaded as the
+// first must score lower by the larger of the two backends' ties (fairTie,
+// 2, plus the spread of its answers and the uncertainty of its estimate, up
+// to fairMaxTie, 8); a less loaded one takes the pick unless it scores
+// higher by more than the smaller near (the uncertainty alone), a more
+// loaded one only when it scores lower by more than that. So backends of
+// equal latency up to real noise (sub-millisecond answers jittering by more
+// than 2x, a first answer that paid a dial, GC pauses) share by weight, idle
+// or loaded, and one 10 times slower, or busier, gets less. A backend not
+// yet measured scores 0 while it has nothing in flight (so it is tried at
+// once) and +Inf while its first requests are out (so a new backend is not
+// flooded before its first answer); until it has fairFew answers' worth it
+// is due for the probe rule's pick at once (see observe).
 //
 // The latency estimate is a plain EWMA, not the peak EWMA of Finagle and
 // Linkerd (where an answer above the estimate replaces it): with the peak,
@@ -58,8 +79,8 @@ const fairTie = 2
 // the pick. So every eligible backend gets a request at least every
 // DecayTime/4 plus n picks, its estimate never gets older than that, and a
 // backend much slower than the others gets those probes and little else
-// (in lbsim's "slow" scenario 0.1% of requests, where every 16th pick going
-// round gave it 1.4%).
+// (in lbsim's "slow" scenario under 0.1% of requests, where every 16th pick
+// going round gave it 1.4%).
 //
 // The candidates are drawn from the group's weight table (see weightedLook)
 // when it has one, from an alias table otherwise.
@@ -122,7 +143,9 @@ func pickFairQuick(b *Balancer, key string) int {
 // member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
 	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
-	fs, fin, fm := 0.0, int64(0), int64(1)
+	lb, ls := first, math.Inf(1) // the best of those less loaded than first
+	fs, fin := 0.0, g.hot[first].state.inflight.Load()
+	fm := g.hot[first].milli
 	for c, h := range g.hot {
 		in := h.state.inflight.Load()
 		s := math.Inf(1)
@@ -132,14 +155,46 @@ func fairQuickScan(g *group, first int) int {
 			s = 0 // unmeasured and idle
 		}
 		if c == first {
-			fs, fin, fm = s, in, h.milli
+			fs = s
 		}
 		if s < bs {
 			best, bs, bin, bm = c, s, in, h.milli
 		}
+		if s < ls && in*fm < fin*h.milli {
+			lb, ls = c, s
+		}
 	}
-	if bin*fm < fin*bm && bs < fs || bs*fairTie < fs {
-		return best
+	// fairBetter for best, then for lb, inline.
+	if best != first && best != lb && bs < fs {
+		if bin*fm == fin*bm { // as loaded: the larger tie
+			t, u := g.hot[best].state.tie.Load(), g.hot[first].state.tie.Load()
+			if u > t {
+				t = u
+			}
+			if bs*float64(t) < fs*fairUnit {
+				return best
+			}
+		} else { // more loaded: the smaller near
+			t, u := g.hot[best].state.near.Load(), g.hot[first].state.near.Load()
+			if u < t {
+				t = u
+			}
+			if bs*float64(fairUnit+t) < fs*fairUnit {
+				return best
+			}
+		}
+	}
+	if lb != first {
+		if ls < fs {
+			return lb
+		}
+		t, u := g.hot[lb].state.near.Load(), g.hot[first].state.near.Load()
+		if u < t {
+			t = u
+		}
+		if ls*fairUnit < fs*float64(fairUnit+t) {
+			return lb
+		}
 	}
 	return first
 }
@@ -186,21 +241,47 @@ func pickFair(f *fair, g *group, r *request) int {
 // fairBest returns the position of the eligible member of g with the
 // lowest score (the first in order among equals), or -1 when none is
 // eligible. first, when not -1, is the eligible member drawn first: it keeps
-// the pick unless that member is better (see fairBetter).
+// the pick unless the best takes it (see fairBetter), or else the best of
+// those with fewer requests in flight per unit of weight does. Looking past
+// the best for a less loaded one keeps noise in the scores (in the wait
+// behind requests in flight, above all) from handing a backend's freed slot
+// to a busier one.
 func fairBest(r *request, g *group, first int) int {
-	best, bw, bs := -1, int64(0), 0.0
+	best, bs := -1, 0.0
+	lb, ls := -1, math.Inf(1)
+	var fin, fw int64 // first's in flight and weight
+	if first >= 0 {
+		// Two statements: yaegi v0.16 leaves fw 0 in the tuple assignment.
+		fin = g.members[first].state.inflight.Load()
+		fw = int64(g.members[first].weight)
+	}
 	for c, m := range g.members {
 		if usable(r, m) {
-			w := milliWeightNow(r, m)
-			if s := fairCost(m, w); best < 0 || s < bs {
-				best, bw, bs = c, w, s
+			s := fairCost(m, milliWeightNow(r, m))
+			if best < 0 || s < bs {
+				best, bs = c, s
+			}
+			if s < ls && m.state.inflight.Load()*fw < fin*int64(m.weight) {
+				lb, ls = c, s
 			}
 		}
 	}
-	if first >= 0 && best != first && !fairBetter(g.members[best], bw, g.members[first], milliWeightNow(r, g.members[first])) {
-		return first
+	if first < 0 {
+		return best
 	}
-	return best
+	f := g.members[first]
+	fmw := milliWeightNow(r, f)
+	if best != first && best != lb {
+		if c := g.members[best]; fairBetter(c, milliWeightNow(r, c), f, fmw) {
+			return best
+		}
+	}
+	if lb >= 0 {
+		if c := g.members[lb]; fairBetter(c, milliWeightNow(r, c), f, fmw) {
+			return lb
+		}
+	}
+	return first
 }
 
 // fairPair draws fair's two candidates (member positions): from the
@@ -223,16 +304,43 @@ func taken(m *member, pos int, now int64) int {
 }
 
 // fairBetter reports whether member c, at (slow-start) weight cw, takes the
-// pick from member m, at weight mw (both in thousandths): when c has fewer
-// requests in flight per unit of weight, by a lower score; otherwise by a
-// score lower by more than fairTie, so that estimates' jitter does not
-// override the weighted draw.
+// pick from member m, at weight mw (both in thousandths). Scores count as
+// equal within noise: when c has fewer requests in flight per unit of
+// weight, its score may be higher by the smaller of the two backends' nears
+// (see observe: smaller, so that a backend whose estimate is uncertain, as
+// one probed now and then, most often a slow one, is not favoured by it);
+// when it has more, it must be lower by that fraction; when both are as
+// loaded, it must be lower by the larger of their ties (a measured
+// backend's is at least fairTie), so that latencies equal up to their noise
+// leave the pick to the weighted draw. No helper calls: under the
+// interpreter each would cost the pick more than its arithmetic.
 func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	sc, sm := fairCost(c, cw), fairCost(m, mw)
-	if c.state.inflight.Load()*int64(m.weight) < m.state.inflight.Load()*int64(c.weight) {
-		return sc < sm
+	lc := c.state.inflight.Load() * int64(m.weight)
+	lm := m.state.inflight.Load() * int64(c.weight)
+	// Half the cases need no tolerance (and no more loads).
+	if sc < sm {
+		if lc < lm {
+			return true
+		}
+	} else if lc >= lm {
+		return false
 	}
-	return sc*fairTie < sm
+	if lc == lm {
+		t, u := c.state.tie.Load(), m.state.tie.Load()
+		if u > t {
+			t = u
+		}
+		return sc*float64(t) < sm*fairUnit
+	}
+	t, u := c.state.near.Load(), m.state.near.Load()
+	if u < t {
+		t = u
+	}
+	if lc < lm {
+		return sc*fairUnit < sm*float64(fairUnit+t)
+	}
+	return sc*float64(fairUnit+t) < sm*fairUnit
 }
 
 // fairCost is m's score, its expected latency for one more request, at
@@ -252,24 +360,6 @@ func fairCost(m *member, milli int64) float64 {
 	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*math.Float64frombits(m.state.wait.Load())) / float64(milli)
 }
 
-// fairGroupMean returns the mean estimate of the measured members of m's
-// group other than m and those with failures (whose penalty is not their
-// latency), or 0 when there is none: the prior of m's first success (see
-// observe).
-func fairGroupMean(m *member) float64 {
-	sum, n := 0.0, 0
-	for _, o := range m.group.members {
-		if e := math.Float64frombits(o.state.ewma.Load()); o != m && e != 0 && o.state.fails.Load() == 0 {
-			sum += e
-			n++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return sum / float64(n)
-}
-
 // Bounds of fair's estimate (see observe).
 const (
 	// fairKeep is the most of the latency estimate an answer keeps: each
@@ -283,20 +373,19 @@ const (
 	// then a thousand times its latency), and yet its estimate stays finite
 	// and comes back within ten successes.
 	fairMaxPenalty = 1024
-	// fairPrior is the weight, in answers, of the peers' estimate in a
-	// backend's first success.
-	fairPrior = 4
 	// fairMaxWait caps the wait behind a request in flight, in latencies.
 	fairMaxWait = 64
+	// fairFew: a backend whose estimate rests on fewer than fairFew
+	// answers' worth (v > 1/fairFew: its first answers, or the first after
+	// a silence of about DecayTime) is due for the probe rule's pick at
+	// once, so that an estimate from one unlucky answer is not kept for
+	// DecayTime/4.
+	fairFew = 4
 )
 
 // observe feeds one answer into fair's estimate of a backend: lat is its
-// latency (ns), now its clockNano, decay the decay time (ns), prior (when
-// not 0, for a backend's first success) the estimate of its peers, which
-// then counts as fairPrior answers already seen, so that the first few,
-// noisy as they are, do not set the backend apart (one unlucky answer would
-// otherwise keep it out of idle picks until probes undo it). The estimate
-// is lat (an EWMA of latencies) times penalty (for failures), and wait:
+// latency (ns), now its clockNano, decay the decay time (ns). The estimate
+// is lat (an EWMA of latencies) times penalty (for failures), wait, and tie:
 //   - a success pulls lat (and the EWMA of squared latencies) towards its
 //     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
 //     since the previous answer), at most fairKeep, and at most 1-1/n at
@@ -305,6 +394,22 @@ const (
 //   - wait is the mean residual latency of a request in flight, in units of
 //     lat: 1 for exponential latencies, far more for mixed costs (95% 1 ms,
 //     5% 100 ms: about 14), where a request queued behind a slow one waits;
+//   - tie is how much lower another backend's score must be to take a pick
+//     from this one, or this one's from another (see fairBetter): fairTie,
+//     plus the answers' coefficient of variation (their spread: latencies
+//     nearer than one standard deviation of a single answer are noise),
+//     plus fairSure relative standard errors of lat (the sum of the squared
+//     weights of the answers in it, v, is 1/n after n answers, 1/200 at
+//     a high rate; noise at least exponential's), up to fairMaxTie. So a
+//     first answer that paid a dial, a GC pause, a few outliers in a
+//     sub-millisecond backend do not set it apart (a relative tie alone,
+//     and the peers' mean as a first answer's prior, let one unlucky
+//     estimate keep a backend out), while one 10 times slower loses even
+//     on its first answer;
+//   - while v is above 1/fairFew, each success makes the probe rule due for
+//     the backend (its lastPick is set back), so its first answers, or its
+//     first after a silence, come one after the other, and the estimate an
+//     unlucky answer left does not stand for DecayTime/4;
 //   - a failure doubles the penalty, up to fairMaxPenalty, and raises lat to
 //     its latency if that is higher: a failure never makes a backend look
 //     faster.
@@ -313,7 +418,7 @@ const (
 // latency seen times 1024), and after a long silence w is 0: the next
 // success is the new latency estimate. A function, not a method: under the
 // interpreter a method call costs several function calls.
-func observe(s *backendState, lat int64, failed bool, now, decay int64, prior float64) {
+func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured
@@ -322,9 +427,6 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 	el := now - s.stamp
 	if el < 0 {
 		el = 0
-	}
-	if s.n == 0 && prior > 0 && !failed {
-		s.lat, s.sq, s.n, el = prior, 2*prior*prior, fairPrior, 0
 	}
 	w := math.Exp(-float64(el) / float64(decay))
 	if w > fairKeep {
@@ -349,6 +451,7 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 		}
 		s.lat = s.lat*w + x*(1-w)
 		s.sq = s.sq*w + x*x*(1-w)
+		s.v = s.v*w*w + (1-w)*(1-w)
 		if w > 0.5 {
 			w = 0.5
 		}
@@ -357,16 +460,42 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 	// A request ahead has, on average, sq/(2 lat) of its service left (lat
 	// for exponential latencies, far more for mixed costs): in units of
 	// lat, from 1 up to fairMaxWait.
-	k := 1.0
+	k, t, q := 1.0, float64(fairTie), 0.0
 	if s.n > 0 {
-		k = s.sq / (2 * s.lat * s.lat)
+		r := s.sq/(s.lat*s.lat) - 1 // the answers' squared coefficient of variation
+		if r < 0 {
+			r = 0
+		}
+		k = (r + 1) / 2
 		if k < 1 {
 			k = 1
 		} else if k > fairMaxWait {
 			k = fairMaxWait
 		}
+		e := r
+		if e < 1 {
+			e = 1
+		}
+		q = fairSure * math.Sqrt(e*s.v)
+		t += math.Sqrt(r) + q
+		if t > fairMaxTie {
+			t = fairMaxTie
+		}
+	}
+	if !failed && s.v*fairFew > 1 {
+		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
 	s.wait.Store(math.Float64bits(k))
+	// In fixed point, tie and near mostly stay as they were: no store then
+	// (under the interpreter each costs a call).
+	if ti := int64(t*fairUnit + 0.5); ti != s.ti {
+		s.ti = ti
+		s.tie.Store(ti)
+	}
+	if ni := int64(q*fairUnit + 0.5); ni != s.ni {
+		s.ni = ni
+		s.near.Store(ni)
+	}
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))

@@ -46,18 +46,25 @@ type backendState struct {
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's estimate (see observe): ewma and wait are what picks read
-	// (float64 bits): ewma the latency estimate lat times the failure
-	// penalty in ns (0 = unmeasured), wait the cost of a request in flight
-	// ahead of a new one, in units of lat (1 to fairMaxWait). lat, sq (the EWMA of squared
-	// latencies), n (successes seen), penalty and stamp (the clockNano of
-	// the last sample) change under mu. lastPick is the clockNano of the
-	// last fair pick.
+	// fair's estimate (see observe): ewma, wait, tie and near are what
+	// picks read: ewma the latency estimate lat times the failure penalty
+	// in ns (0 = unmeasured), wait the cost of a request in flight ahead of
+	// a new one, in units of lat (1 to fairMaxWait) (both float64 bits);
+	// tie and near the factor and the fraction by which scores must differ
+	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the
+	// EWMA of squared latencies), v (the sum of the squared weights of the
+	// answers in lat), ti and ni, n (successes seen), penalty and stamp (the
+	// clockNano of the last sample) change under mu. lastPick is the
+	// clockNano of the last fair pick.
 	ewma     atomic.Uint64
 	wait     atomic.Uint64
+	tie      atomic.Int64
+	near     atomic.Int64
 	mu       sync.Mutex
 	lat      float64
 	sq       float64
+	v        float64
+	ti, ni   int64 // tie and near as last stored
 	n        int64
 	penalty  float64
 	stamp    int64
@@ -165,14 +172,9 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	}
 }
 
-// sample feeds a request's latency into fair's estimate of m; before m's
-// first answer, with its peers' estimate as the prior.
+// sample feeds a request's latency into fair's estimate of m.
 func sample(b *Balancer, m *member, latency int64, failed bool) {
-	prior := 0.0
-	if m.state.ewma.Load() == 0 {
-		prior = fairGroupMean(m)
-	}
-	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay, prior)
+	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay)
 }
 
 // account is the rest of Done: failures, recovery.
