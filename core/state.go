@@ -100,6 +100,12 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 	if prev != nil {
 		if j, ok := prev.byAddr[be.Address]; ok {
 			m.state = prev.members[j].state
+			if prev.members[j].maxFails == 0 && m.maxFails > 0 {
+				// Failures counted while max_fails was 0 (nginx counts
+				// them but nothing reads them) must not take the backend
+				// out the moment max_fails is turned on.
+				clearFails(m.state, -1)
+			}
 			return m
 		}
 	}
