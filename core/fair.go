@@ -23,6 +23,11 @@ const fairProbeShare = 4
 // the better of two.
 const fairScan = 8
 
+// fairInf is the score of a backend not yet measured with requests in
+// flight: a variable, since under the interpreter math.Inf is a call into
+// compiled code on every use (three per pick over three backends).
+var fairInf = math.Inf(1)
+
 // fairTie is how much lower a score must be to take the pick from the
 // weighted first candidate when it is not less loaded: scores within a
 // factor of 2 count as equal then. So backends of about equal latency share
@@ -121,11 +126,11 @@ func pickFairQuick(b *Balancer, key string) int {
 // last comparison fairBetter's, inline: under the interpreter a call per
 // member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
-	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
+	best, bs, bin, bm := first, fairInf, int64(0), int64(1)
 	fs, fin, fm := 0.0, int64(0), int64(1)
 	for c, h := range g.hot {
 		in := h.state.inflight.Load()
-		s := math.Inf(1)
+		s := fairInf
 		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
 			s = e * (float64(h.milli) + float64(in*1000)*math.Float64frombits(h.state.wait.Load())) / float64(h.milli)
 		} else if in == 0 {
@@ -249,7 +254,7 @@ func fairCost(m *member, milli int64) float64 {
 	in := m.state.inflight.Load()
 	if e == 0 {
 		if in > 0 {
-			return math.Inf(1)
+			return fairInf
 		}
 		return 0
 	}

@@ -139,6 +139,9 @@ type group struct {
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
+	// ties is least_conn's smooth_wrr among tied members (leastTied), nil
+	// for the other strategies.
+	ties *smoothWRR
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64

@@ -47,6 +47,7 @@ type Plugin struct {
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
+	counted  bool           // track and not timed: counted's requests
 	checks   sync.WaitGroup // the health checkers running
 	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
@@ -129,6 +130,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
+		counted:  s.tracked() && s.balancer.Strategy != core.Fair,
 		pending:  new(atomic.Int64),
 	}
 	for i, t := range s.targets {
@@ -293,6 +295,12 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
+	if i >= 0 && p.counted && (r.ContentLength == 0 || !p.keepBody) {
+		if err := counted(w, r, p, b, i); err != nil {
+			retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
+		}
+		return
+	}
 	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
 		serve(w, r, p, b, key, i)
 		return
@@ -304,6 +312,37 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.pending.Load() != 0 || b.failed {
 		end(w, r, p, b, key, i)
 	}
+}
+
+// counted is try for a counted request (least_conn, bounded url_hash,
+// maxConns) with no body to keep and no latency to time, the common one:
+// the request counts in flight around the proxying, and its end, deferred
+// (the reverse proxy aborts a response that breaks off midway with a
+// panic, and the request must still end), is core.Done itself, with no
+// attempt and no frame of the plugin's own. A transport error is reported
+// to the balancer before that end, as a failed request of its own (Start
+// and Done, as settle reports one), and returned for a retry once the try
+// has ended.
+func counted(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	core.Start(b.Balancer, i)
+	defer core.Done(b.Balancer, i, 0, false)
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() == 0 { // failure's first test: its call costs ten times more
+		return nil
+	}
+	return countedFailure(w, r, p, b, i)
+}
+
+// countedFailure takes the transport error of counted's try, if it had one,
+// and reports it.
+func countedFailure(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
+	if a.err == nil {
+		return nil
+	}
+	core.Start(b.Balancer, i)
+	ended(a)
+	return a.err
 }
 
 // serve answers a request with no server to go to, and proxies one that has
