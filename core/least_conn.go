@@ -17,7 +17,7 @@ func init() {
 // low load), nginx's pass among the tied is smooth_wrr's, and the shared
 // smooth state follows smooth_wrr's table, both modes included (see
 // smoothWRR): while no request is in flight a pick is the table's next entry,
-// O(1) with no scan. With Config.TwoChoices it compares two random members instead
+// after one scan that finds them all tied (see pickLeastQuick). With Config.TwoChoices it compares two random members instead
 // (power of two choices), drawn in proportion to weight so that idle
 // backends share by weight as nginx's ties do: O(1), lock-free, and within
 // a small factor of the exact choice's balance on large pools.
@@ -50,28 +50,22 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	return lc, nil
 }
 
-// pickLeastQuick is PickIndex's quick path for least_conn: while no request
-// is in flight, every member that is not down ties at zero, and nginx's
-// pass among them all is smooth_wrr's next step, taken as PickNext takes it.
-// With requests in flight, as under load, while every member is up, none
-// ramps and the group is quiet (each member eligible at its configured
-// weight), one member alone with the fewest per weight is nginx's choice,
-// found by leastAlone; only a tie takes the full pick (smooth_wrr among the
-// tied).
+// pickLeastQuick is PickIndex's quick path for least_conn, while every
+// member is up, none ramps and the group is quiet (each member eligible at
+// its configured weight): the one member with the fewest requests in flight
+// per weight, when it is alone, is nginx's choice, found by leastAlone; a tie
+// goes to leastTied (smooth_wrr among the tied: with nothing in flight, as
+// at low load, every member ties, and nginx's pass among them all is
+// smooth_wrr's next step, the table's next entry). Where they have no
+// answer the full pick runs.
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
-	if len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0 { // isQuiet(g), inline
-		if b.inflight.Load() == 0 {
-			if g.sched.gate.Load() == 1 { // PickNext, inline
-				return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
-			}
-		} else if g.allUp && g.ramps.Load() == 0 {
-			if p := leastAlone(g.hot); p >= 0 {
-				return g.members[p].index
-			} else if p < -1 {
-				if i := leastTied(b, g, uint64(^p)); i >= 0 {
-					return i
-				}
+	if g.allUp && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) && g.ramps.Load() == 0 { // isQuiet(g), inline
+		if p := leastAlone(g.hot); p >= 0 {
+			return g.members[p].index
+		} else if p < -1 {
+			if i := leastTied(b, g, uint64(^p)); i >= 0 {
+				return i
 			}
 		}
 	}
@@ -115,40 +109,50 @@ func leastAlone(hot []hotMember) int {
 // a request, its dispatch, a 64-entry buffer, a second scan and some ten
 // calls. When every member ties it is smooth_wrr's pass over them all: the
 // table's next entry while the schedule follows it. A pass among some of
-// them, in exact mode with every member steady, is smoothPass and follow's
-// part for it, inline. It returns the backend index, or -1 where the full
-// pick must answer (a table to leave, or a member unsteady, at a tie among
-// some). TestLeastTiedMatchesFullPick holds it to the full pick.
+// them, with every member steady, is exactPass's: leaving the table if the
+// schedule follows one, smoothPass and follow's part for it, inline. It
+// returns the backend index, or -1 where the full pick must answer (a
+// member unsteady, at a tie among some). TestLeastTiedMatchesFullPick holds it to the full pick.
 func leastTied(b *Balancer, g *group, mask uint64) int {
-	hot := g.hot
-	if mask == uint64(1)<<uint(len(hot))-1 { // every member
+	if mask == uint64(1)<<uint(len(g.hot))-1 { // every member
 		if g.sched.gate.Load() == 1 { // PickNext, inline
 			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 		}
 		return tiedAll(b, g)
 	}
+	return tiedSome(g, mask)
+}
+
+// tiedSome is leastTied's pass among some members, in a function of its
+// own: under the interpreter a call allocates room for every value of its
+// function, and a tie among all needs none of these.
+func tiedSome(g *group, mask uint64) int {
 	sm := g.smooth
 	sm.mu.Lock()
-	if g.sched.gate.Load() != 0 { // a table to leave, or a member unsteady
-		sm.mu.Unlock()
-		return -1
-	}
-	best, total, set := -1, int64(0), uint64(0)
-	for i := 0; i < len(hot); i++ {
-		if mask&(uint64(1)<<uint(i)) == 0 {
-			continue
+	if gate := g.sched.gate.Load(); gate != 0 {
+		if gate>>modeBits != 0 { // a member unsteady: exactPass adjusts its weight
+			sm.mu.Unlock()
+			return -1
 		}
-		sm.current[i] += sm.wunit[i]
-		total += sm.wunit[i]
-		set ^= sm.tag[i]
-		if best < 0 || sm.current[i] > sm.current[best] {
-			best = i
+		leaveTable(g.ties, g, gate&modeMask) // exactPass's first step
+	}
+	cur, wu, tag := sm.current, sm.wunit, sm.tag
+	best, top, total, set := -1, int64(0), int64(0), uint64(0)
+	for i, bit := 0, uint64(1); i < len(cur); i, bit = i+1, bit<<1 {
+		if mask&bit != 0 {
+			c := cur[i] + wu[i]
+			cur[i] = c
+			total += wu[i]
+			set ^= tag[i]
+			if best < 0 || c > top { // ties go to the earlier member, as in nginx
+				best, top = i, c
+			}
 		}
 	}
-	sm.current[best] -= total
+	cur[best] -= total
 	sm.clean, sm.set, sm.partTotal = true, set, total
 	if g.ties.table != nil { // follow's part for a pass among some (beyond the bound there is no table)
-		if sm.current[best] == 0 && allZero(sm.current) {
+		if cur[best] == 0 && allZero(cur) {
 			g.ties.resume()
 		} else {
 			g.ties.rec = 0
