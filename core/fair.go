@@ -335,9 +335,12 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 	if s.n == 0 && prior > 0 && !failed {
 		s.lat, s.sq, s.n, el = prior, 2*prior*prior, fairPrior, 0
 	}
-	w := math.Exp(-float64(el) / float64(decay))
-	if w > fairKeep {
-		w = fairKeep
+	w := fairKeep // e^(-el/decay) > fairKeep when el < decay/200 (e^-0.005 = 0.99501)
+	if el >= decay/200 {
+		w = math.Exp(-float64(el) / float64(decay))
+		if w > fairKeep {
+			w = fairKeep
+		}
 	}
 	p := s.penalty
 	if p < 1 {
@@ -375,7 +378,10 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64, prior fl
 			k = fairMaxWait
 		}
 	}
-	s.wait.Store(math.Float64bits(k))
+	if k != s.k { // mostly 1, unchanged: the store would cost the interpreter two calls
+		s.k = k
+		s.wait.Store(math.Float64bits(k))
+	}
 	s.penalty = p
 	s.stamp = now
 	s.ewma.Store(math.Float64bits(s.lat * p))

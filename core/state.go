@@ -50,7 +50,7 @@ type backendState struct {
 	// (float64 bits): ewma the latency estimate lat times the failure
 	// penalty in ns (0 = unmeasured), wait the cost of a request in flight
 	// ahead of a new one, in units of lat (1 to fairMaxWait). lat, sq (the EWMA of squared
-	// latencies), n (successes seen), penalty and stamp (the clockNano of
+	// latencies), n (successes seen), penalty, k and stamp (the clockNano of
 	// the last sample) change under mu. lastPick is the clockNano of the
 	// last fair pick.
 	ewma     atomic.Uint64
@@ -60,6 +60,7 @@ type backendState struct {
 	sq       float64
 	n        int64
 	penalty  float64
+	k        float64 // wait as last stored
 	stamp    int64
 	lastPick atomic.Int64
 	// counts are the failing counts this backend's failures go to (under

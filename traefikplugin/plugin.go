@@ -47,7 +47,6 @@ type Plugin struct {
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
-	counted  bool           // track and not timed: counted's requests
 	checks   sync.WaitGroup // the health checkers running
 	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
@@ -130,7 +129,6 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
-		counted:  s.tracked() && s.balancer.Strategy != core.Fair,
 		pending:  new(atomic.Int64),
 	}
 	for i, t := range s.targets {
@@ -295,8 +293,14 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i >= 0 && p.counted && (r.ContentLength == 0 || !p.keepBody) {
-		if err := counted(w, r, p, b, i); err != nil {
+	if i >= 0 && p.track && (r.ContentLength == 0 || !p.keepBody) {
+		var err error
+		if p.timed {
+			err = timed(w, r, p, b, i)
+		} else {
+			err = counted(w, r, p, b, i)
+		}
+		if err != nil {
 			retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
 		}
 		return
@@ -331,6 +335,20 @@ func counted(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i i
 		return nil
 	}
 	return countedFailure(w, r, p, b, i)
+}
+
+// timed is counted for fair, whose Done takes the try's latency, and so,
+// failed or not, one report: the deferred end is ended's, with the try's
+// start and error in an attempt.
+func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	a := &attempt{p: p, b: b, req: r, i: i, start: time.Now()}
+	core.Start(b.Balancer, i)
+	defer ended(a)
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() != 0 {
+		a.err = failure(p, w) // before the deferred end reads it
+	}
+	return a.err
 }
 
 // countedFailure takes the transport error of counted's try, if it had one,
