@@ -87,9 +87,8 @@ type Balancer struct {
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
 	// that was removed count until they are done). Only url_hash's bounded
-	// mode reads it, so only it has one (least_conn's quick path reads every
-	// member's count instead, which spares each request two atomic adds);
-	// nil otherwise.
+	// mode and least_conn's quick path read it, so only they have one; nil
+	// otherwise.
 	inflight *atomic.Int64
 	// failing counts this balancer's backends whose failure count is not 0
 	// (see failing.go); failing is fails.count. While it is 0, no backend
@@ -132,7 +131,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	}
 	b.fails = new(failRef)
 	b.failing = &b.fails.count
-	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
+	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
 		} else {

@@ -17,7 +17,7 @@ func init() {
 // low load), nginx's pass among the tied is smooth_wrr's, and the shared
 // smooth state follows smooth_wrr's table, both modes included (see
 // smoothWRR): while no request is in flight a pick is the table's next entry,
-// after one scan that finds them all tied (see pickLeastQuick). With Config.TwoChoices it compares two random members instead
+// O(1) with no scan. With Config.TwoChoices it compares two random members instead
 // (power of two choices), drawn in proportion to weight so that idle
 // backends share by weight as nginx's ties do: O(1), lock-free, and within
 // a small factor of the exact choice's balance on large pools.
@@ -50,22 +50,28 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	return lc, nil
 }
 
-// pickLeastQuick is PickIndex's quick path for least_conn, while every
-// member is up, none ramps and the group is quiet (each member eligible at
-// its configured weight): the one member with the fewest requests in flight
-// per weight, when it is alone, is nginx's choice, found by leastAlone; a tie
-// goes to leastTied (smooth_wrr among the tied: with nothing in flight, as
-// at low load, every member ties, and nginx's pass among them all is
-// smooth_wrr's next step, the table's next entry). Where they have no
-// answer the full pick runs.
+// pickLeastQuick is PickIndex's quick path for least_conn: while no request
+// is in flight, every member that is not down ties at zero, and nginx's
+// pass among them all is smooth_wrr's next step, taken as PickNext takes it.
+// With requests in flight, as under load, while every member is up, none
+// ramps and the group is quiet (each member eligible at its configured
+// weight), one member alone with the fewest per weight is nginx's choice,
+// found by leastAlone, and a tie goes to leastTied (smooth_wrr among the
+// tied). Where they have no answer the full pick runs.
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
-	if g.allUp && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) && g.ramps.Load() == 0 { // isQuiet(g), inline
-		if p := leastAlone(g.hot); p >= 0 {
-			return g.members[p].index
-		} else if p < -1 {
-			if i := leastTied(b, g, uint64(^p)); i >= 0 {
-				return i
+	if len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0 { // isQuiet(g), inline
+		if b.inflight.Load() == 0 {
+			if g.sched.gate.Load() == 1 { // PickNext, inline
+				return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+			}
+		} else if g.allUp && g.ramps.Load() == 0 {
+			if p := leastAlone(g.hot); p >= 0 {
+				return g.members[p].index
+			} else if p < -1 {
+				if i := leastTied(b, g, uint64(^p)); i >= 0 {
+					return i
+				}
 			}
 		}
 	}

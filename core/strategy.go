@@ -267,7 +267,7 @@ const (
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
-	quickLeast   // least_conn (every member up, none ramping): leastAlone's scan, leastTied on a tie
+	quickLeast   // least_conn: the canonical schedule while nothing is in flight and gate is 1; leastAlone, leastTied
 	quickFair    // fair (while steady, no member down): its rules over two draws into look
 )
 

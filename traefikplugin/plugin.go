@@ -293,18 +293,6 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i >= 0 && p.track && (r.ContentLength == 0 || !p.keepBody) {
-		var err error
-		if p.timed {
-			err = timed(w, r, p, b, i)
-		} else {
-			err = counted(w, r, p, b, i)
-		}
-		if err != nil {
-			retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
-		}
-		return
-	}
 	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
 		serve(w, r, p, b, key, i)
 		return
@@ -319,7 +307,7 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // counted is try for a counted request (least_conn, bounded url_hash,
-// maxConns) with no body to keep and no latency to time, the common one:
+// maxConns; fair's goes to timed) with no body to keep, the common one:
 // the request counts in flight around the proxying, and its end, deferred
 // (the reverse proxy aborts a response that breaks off midway with a
 // panic, and the request must still end), is core.Done itself, with no
@@ -328,6 +316,9 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and Done, as settle reports one), and returned for a retry once the try
 // has ended.
 func counted(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	if p.timed {
+		return timed(w, r, p, b, i)
+	}
 	core.Start(b.Balancer, i)
 	defer core.Done(b.Balancer, i, 0, false)
 	p.proxies[i].ServeHTTP(w, r)
@@ -351,6 +342,13 @@ func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int
 	return a.err
 }
 
+// again retries a request whose counted try, to server i, failed with err.
+// (A function of its own: the attempt would cost ServeHTTP's frame its
+// values on every request.)
+func again(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int, err error) {
+	retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
+}
+
 // countedFailure takes the transport error of counted's try, if it had one,
 // and reports it.
 func countedFailure(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
@@ -363,12 +361,24 @@ func countedFailure(w http.ResponseWriter, r *http.Request, p *Plugin, b *balanc
 	return a.err
 }
 
-// serve answers a request with no server to go to, and proxies one that has
-// a body to keep for retries, or whose tries the balancer counts. (Cases
-// other than ServeHTTP's common one are functions of their own: the
-// interpreter gives every call a frame with room for all of a function's
-// values, whichever branch runs.)
+// serve proxies a request whose tries the balancer counts, the common case
+// of the counting strategies, through counted; the other cases of
+// ServeHTTP's rare way go to serveOther. (Cases other than ServeHTTP's
+// common one are functions of their own: the interpreter gives every call a
+// frame with room for all of a function's values, whichever branch runs.)
 func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+	if i >= 0 && p.track && (r.ContentLength == 0 || !p.keepBody) {
+		if err := counted(w, r, p, b, i); err != nil {
+			again(w, r, p, b, key, i, err)
+		}
+		return
+	}
+	serveOther(w, r, p, b, key, i)
+}
+
+// serveOther answers a request with no server to go to, and proxies one
+// that has a body to keep for retries.
+func serveOther(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
 	if i < 0 {
 		unavailable(w)
 		return
