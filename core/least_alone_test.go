@@ -60,21 +60,25 @@ func TestLeastAloneMatchesScan(t *testing.T) {
 // pick does, pick for pick, through requests starting and ending at random:
 // twin balancers, one kept off the quick path by a filter that refuses
 // nothing, over random weights (and weights beyond the schedule bound, where
-// smooth_wrr has no table). The counts of ties each way show that both of
+// smooth_wrr has no table, and groups around 62 members, beyond which a tie
+// has no mask). The counts of ties each way show that both of
 // leastTied's cases ran: every member tied, and some of them.
 func TestLeastTiedMatchesFullPick(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	all := func(int) bool { return true }
 	allTied, someTied := 0, 0
-	for set := 0; set < 120; set++ {
+	for set := 0; set < 124; set++ {
 		n := 2 + rng.Intn(5)
+		if set >= 120 {
+			n = 60 + 2*(set-120) // 60 to 66: beyond 62 members a tie has no mask
+		}
 		var bs []Backend
 		for i := 0; i < n; i++ {
 			w := 1 + rng.Intn(4)
 			if set%10 == 9 {
 				w = []int{999983, 999979, 999961, 999959, 999953, 999931}[i] // a period beyond MaxScheduleEntries
 			}
-			bs = append(bs, Backend{Address: fmt.Sprintf("10.3.0.%d:80", i+1), Weight: w, MaxFails: 1})
+			bs = append(bs, Backend{Address: fmt.Sprintf("10.3.%d.%d:80", i/200, i%200+1), Weight: w, MaxFails: 1})
 		}
 		quick := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 		full := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
