@@ -23,6 +23,11 @@ const fairProbeShare = 4
 // the better of two.
 const fairScan = 8
 
+// fairInf is the score of a backend not yet measured with requests in
+// flight: a variable, since under the interpreter math.Inf is a call into
+// compiled code on every use (three per pick over three backends).
+var fairInf = math.Inf(1)
+
 // fairTie is the least factor by which a score must be lower to take the
 // pick from the weighted first candidate as loaded as it: scores within it
 // count as equal. Each measured backend raises it to its own tie (see
@@ -142,13 +147,13 @@ func pickFairQuick(b *Balancer, key string) int {
 // last comparison fairBetter's, inline: under the interpreter a call per
 // member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
-	best, bs, bin, bm := first, math.Inf(1), int64(0), int64(1)
-	lb, ls := first, math.Inf(1) // the best of those less loaded than first
+	best, bs, bin, bm := first, fairInf, int64(0), int64(1)
+	lb, ls := first, fairInf // the best of those less loaded than first
 	fs, fin := 0.0, g.hot[first].state.inflight.Load()
 	fm := g.hot[first].milli
 	for c, h := range g.hot {
 		in := h.state.inflight.Load()
-		s := math.Inf(1)
+		s := fairInf
 		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
 			s = e * (float64(h.milli) + float64(in*1000)*math.Float64frombits(h.state.wait.Load())) / float64(h.milli)
 		} else if in == 0 {
@@ -353,7 +358,7 @@ func fairCost(m *member, milli int64) float64 {
 	in := m.state.inflight.Load()
 	if e == 0 {
 		if in > 0 {
-			return math.Inf(1)
+			return fairInf
 		}
 		return 0
 	}
@@ -428,9 +433,12 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	if el < 0 {
 		el = 0
 	}
-	w := math.Exp(-float64(el) / float64(decay))
-	if w > fairKeep {
-		w = fairKeep
+	w := fairKeep // e^(-el/decay) > fairKeep when el < decay/200 (e^-0.005 = 0.99501)
+	if el >= decay/200 {
+		w = math.Exp(-float64(el) / float64(decay))
+		if w > fairKeep {
+			w = fairKeep
+		}
 	}
 	p := s.penalty
 	if p < 1 {
@@ -485,7 +493,10 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	if !failed && s.v*fairFew > 1 {
 		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
-	s.wait.Store(math.Float64bits(k))
+	if k != s.k { // mostly 1, unchanged: the store would cost the interpreter two calls
+		s.k = k
+		s.wait.Store(math.Float64bits(k))
+	}
 	// In fixed point, tie and near mostly stay as they were: no store then
 	// (under the interpreter each costs a call).
 	if ti := int64(t*fairUnit + 0.5); ti != s.ti {

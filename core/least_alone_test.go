@@ -8,7 +8,7 @@ import (
 
 // leastAlone, least_conn's quick path under load, agrees with the full
 // scan: the same member when one has the fewest requests in flight per
-// weight, -1 when several tie; and PickIndex through it picks as nginx's
+// weight, the tied positions' bits (complemented) when several tie; and PickIndex through it picks as nginx's
 // pass does (twin balancers, one kept off the quick path by a filter that
 // refuses nothing).
 func TestLeastAloneMatchesScan(t *testing.T) {
@@ -33,6 +33,12 @@ func TestLeastAloneMatchesScan(t *testing.T) {
 		want := -1
 		if ties == 1 {
 			want = best
+		} else {
+			mask := 0 // the tied positions' bits
+			for _, p := range tied[:ties] {
+				mask |= 1 << p
+			}
+			want = ^mask
 		}
 		if got := leastAlone(g.hot); got != want {
 			t.Fatalf("set %d: leastAlone %d, scan %d with %d tied", set, got, best, ties)
@@ -48,4 +54,67 @@ func TestLeastAloneMatchesScan(t *testing.T) {
 			full.Start(want)
 		}
 	}
+}
+
+// leastTied, least_conn's quick path for ties under load, picks as the full
+// pick does, pick for pick, through requests starting and ending at random:
+// twin balancers, one kept off the quick path by a filter that refuses
+// nothing, over random weights (and weights beyond the schedule bound, where
+// smooth_wrr has no table, and groups around 62 members, beyond which a tie
+// has no mask). The counts of ties each way show that both of
+// leastTied's cases ran: every member tied, and some of them.
+func TestLeastTiedMatchesFullPick(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	all := func(int) bool { return true }
+	allTied, someTied := 0, 0
+	for set := 0; set < 124; set++ {
+		n := 2 + rng.Intn(5)
+		if set >= 120 {
+			n = 60 + 2*(set-120) // 60 to 66: beyond 62 members a tie has no mask
+		}
+		var bs []Backend
+		for i := 0; i < n; i++ {
+			w := 1 + rng.Intn(4)
+			if set%10 == 9 {
+				w = []int{999983, 999979, 999961, 999959, 999953, 999931}[i] // a period beyond MaxScheduleEntries
+			}
+			bs = append(bs, Backend{Address: fmt.Sprintf("10.3.%d.%d:80", i/200, i%200+1), Weight: w, MaxFails: 1})
+		}
+		quick := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
+		full := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
+		var held []int // requests in flight, by backend (the same in both)
+		for k := 0; k < 400; k++ {
+			if len(held) > 0 && (rng.Intn(3) == 0 || len(held) > 4*n) {
+				j := rng.Intn(len(held))
+				quick.Done(held[j], 0, false)
+				full.Done(held[j], 0, false)
+				held = append(held[:j], held[j+1:]...)
+				continue
+			}
+			g := quick.primary
+			if len(held) > 0 && leastAlone(g.hot) < 0 {
+				if _, ties := scanPlain(g.hot, make([]int, n)); ties == n {
+					allTied++
+				} else {
+					someTied++
+				}
+			}
+			got := PickIndex(quick, "")
+			want, err := full.PickFunc("", all)
+			if err != nil || got != want {
+				t.Fatalf("set %d step %d (weights %v, in flight %v): quick %d, full %d (%v)", set, k, bs, held, got, want, err)
+			}
+			// The schedule's state too: its mode, and the recording of an orbit.
+			if qg, fg := quick.primary, full.primary; qg.sched.gate.Load() != fg.sched.gate.Load() || qg.ties.rec != fg.ties.rec {
+				t.Fatalf("set %d step %d: schedule gate %d, recorded %d; full pick's %d, %d", set, k, qg.sched.gate.Load(), qg.ties.rec, fg.sched.gate.Load(), fg.ties.rec)
+			}
+			quick.Start(got)
+			full.Start(want)
+			held = append(held, got)
+		}
+	}
+	if allTied < 100 || someTied < 1000 {
+		t.Fatalf("ties under load: %d with every member, %d with some: too few to compare", allTied, someTied)
+	}
+	t.Logf("ties under load: %d with every member, %d with some", allTied, someTied)
 }

@@ -224,19 +224,26 @@ func exactPass(s *smoothWRR, g *group, r *request, among []int) int {
 		return smoothPass(g.smooth, g, r, among)
 	}
 	if k := s.sched.gate.Load() & modeMask; k != 0 { // s.sched.mode()
-		o := s.sched.orbits[0]
-		if k == 2 {
-			o = s.learned.Load().(*orbit)
-		}
-		s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
-		s.sched.setMode(0)
-		s.rec = 0
+		leaveTable(s, g, k)
 	}
 	best := smoothPass(g.smooth, g, r, among)
 	if best >= 0 {
 		follow(s, g, r, best, among != nil)
 	}
 	return best
+}
+
+// leaveTable switches the schedule from table mode k (1 or 2) to exact
+// mode, seeding g.smooth's current weights from the table's position.
+// Called with g.smooth.mu held.
+func leaveTable(s *smoothWRR, g *group, k int64) {
+	o := s.sched.orbits[0]
+	if k == 2 {
+		o = s.learned.Load().(*orbit)
+	}
+	s.seed(g, o, int(o.cur.n.Load()%o.cur.size))
+	s.sched.setMode(0)
+	s.rec = 0
 }
 
 // markOrbit gives orbit o, over n members, its marks: a row of counts every

@@ -53,8 +53,8 @@ type backendState struct {
 	// tie and near the factor and the fraction by which scores must differ
 	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the
 	// EWMA of squared latencies), v (the sum of the squared weights of the
-	// answers in lat), ti and ni, n (successes seen), penalty and stamp (the
-	// clockNano of the last sample) change under mu. lastPick is the
+	// answers in lat), ti and ni, n (successes seen), penalty, k (wait as last stored) and stamp
+	// (the clockNano of the last sample) change under mu. lastPick is the
 	// clockNano of the last fair pick.
 	ewma     atomic.Uint64
 	wait     atomic.Uint64
@@ -67,6 +67,7 @@ type backendState struct {
 	ti, ni   int64 // tie and near as last stored
 	n        int64
 	penalty  float64
+	k        float64 // wait as last stored
 	stamp    int64
 	lastPick atomic.Int64
 	// counts are the failing counts this backend's failures go to (under

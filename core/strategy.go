@@ -139,6 +139,9 @@ type group struct {
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
+	// ties is least_conn's smooth_wrr among tied members (leastTied), nil
+	// for the other strategies.
+	ties *smoothWRR
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64
@@ -264,7 +267,7 @@ const (
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
-	quickLeast   // least_conn: the canonical schedule, while nothing is in flight and gate is 1
+	quickLeast   // least_conn: the canonical schedule while nothing is in flight and gate is 1; leastAlone, leastTied
 	quickFair    // fair (while steady, no member down): its rules over two draws into look
 )
 

@@ -312,12 +312,81 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve answers a request with no server to go to, and proxies one that has
-// a body to keep for retries, or whose tries the balancer counts. (Cases
-// other than ServeHTTP's common one are functions of their own: the
-// interpreter gives every call a frame with room for all of a function's
-// values, whichever branch runs.)
+// counted is try for a counted request (least_conn, bounded url_hash,
+// maxConns; fair's goes to timed) with no body to keep, the common one:
+// the request counts in flight around the proxying, and its end, deferred
+// (the reverse proxy aborts a response that breaks off midway with a
+// panic, and the request must still end), is core.Done itself, with no
+// attempt and no frame of the plugin's own. A transport error is reported
+// to the balancer before that end, as a failed request of its own (Start
+// and Done, as settle reports one), and returned for a retry once the try
+// has ended.
+func counted(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	if p.timed {
+		return timed(w, r, p, b, i)
+	}
+	core.Start(b.Balancer, i)
+	defer core.Done(b.Balancer, i, 0, false)
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() == 0 { // failure's first test: its call costs ten times more
+		return nil
+	}
+	return countedFailure(w, r, p, b, i)
+}
+
+// timed is counted for fair, whose Done takes the try's latency, and so,
+// failed or not, one report: the deferred end is ended's, with the try's
+// start and error in an attempt.
+func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	a := &attempt{p: p, b: b, req: r, i: i, start: time.Now()}
+	core.Start(b.Balancer, i)
+	defer ended(a)
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() != 0 {
+		a.err = failure(p, w) // before the deferred end reads it
+		a.bad = a.err == nil && failedStatus(p, r)
+	}
+	return a.err
+}
+
+// again retries a request whose counted try, to server i, failed with err.
+// (A function of its own: the attempt would cost ServeHTTP's frame its
+// values on every request.)
+func again(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int, err error) {
+	retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
+}
+
+// countedFailure takes the transport error of counted's try, or its answer's
+// failStatus mark, if it had one, and reports it.
+func countedFailure(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
+	a.bad = a.err == nil && failedStatus(p, r)
+	if a.err == nil && !a.bad {
+		return nil
+	}
+	core.Start(b.Balancer, i)
+	ended(a)
+	return a.err
+}
+
+// serve proxies a request whose tries the balancer counts, the common case
+// of the counting strategies, through counted; the other cases of
+// ServeHTTP's rare way go to serveOther. (Cases other than ServeHTTP's
+// common one are functions of their own: the interpreter gives every call a
+// frame with room for all of a function's values, whichever branch runs.)
 func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+	if i >= 0 && p.track && (r.ContentLength == 0 || !p.keepBody) {
+		if err := counted(w, r, p, b, i); err != nil {
+			again(w, r, p, b, key, i, err)
+		}
+		return
+	}
+	serveOther(w, r, p, b, key, i)
+}
+
+// serveOther answers a request with no server to go to, and proxies one
+// that has a body to keep for retries.
+func serveOther(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
 	if i < 0 {
 		unavailable(w)
 		return

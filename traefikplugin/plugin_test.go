@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,4 +243,55 @@ func forget(name string) {
 	keptMu.Lock()
 	delete(kept, name)
 	keptMu.Unlock()
+}
+
+// TestCountedFailureCountsOnce sends GETs one at a time to two servers, one
+// of which closes every connection without answering: each request that
+// tried it is retried on the other and answered 200, and the balancer
+// counts exactly one failure per try the broken server got (the counted
+// try reports its failure once, before its end), with nothing left in
+// flight. fair's tries end through its own path (timed) and count alike.
+func TestCountedFailureCountsOnce(t *testing.T) {
+	var brokenHits atomic.Int64
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		brokenHits.Add(1)
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+	}))
+	t.Cleanup(broken.Close)
+	live, _ := liveAndDead(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "live") })
+	for _, strategy := range []string{core.LeastConn, core.Fair} {
+		t.Run(strategy, func(t *testing.T) {
+			brokenHits.Store(0)
+			cfg := withServers(CreateConfig(), broken.URL, live)
+			cfg.Strategy = strategy
+			cfg.MaxFails = 1000 // never out: every pick may go to it again
+			cfg.FailTimeout = "1h"
+			p := newPlugin(t, cfg)
+			for i := 0; i < 40; i++ {
+				rec := httptest.NewRecorder()
+				p.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+				if rec.Code != http.StatusOK || rec.Body.String() != "live" {
+					t.Fatalf("request %d: %d %q; want 200 from the live server", i, rec.Code, rec.Body.String())
+				}
+			}
+			b := p.bal.Load().(*balancer)
+			hits := brokenHits.Load()
+			if hits == 0 {
+				t.Fatal("the broken server got no request: nothing was tested")
+			}
+			if f := b.Fails(0); f != hits {
+				t.Errorf("the broken server has %d failures after %d tries; want one each", f, hits)
+			}
+			if f := b.Fails(1); f != 0 {
+				t.Errorf("the live server has %d failures; want 0", f)
+			}
+			for i := 0; i < b.Len(); i++ {
+				if n := b.InFlight(i); n != 0 {
+					t.Errorf("server %d: %d requests in flight after every request ended", i, n)
+				}
+			}
+		})
+	}
 }
