@@ -2,6 +2,8 @@ package traefikplugin
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -124,13 +126,26 @@ func TestReloadCarriesState(t *testing.T) {
 // down across a reload that changes the server list, until a check finds
 // it up again; without health checks in the new settings the mark goes.
 func TestReloadKeepsHealth(t *testing.T) {
-	cfg := weighted(1, 1)
-	cfg.HealthCheck.Path = "/health"
-	p, cancel := reload(t, nil, cfg, t.Name())
+	// The checks go to loopback servers whose health check never answers
+	// while the test runs (its timeout is an hour), so that only the test
+	// marks servers up and down.
+	var urls []string
+	for k := 0; k < 3; k++ {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	checked := func(n int) *Config {
+		cfg := CreateConfig()
+		for _, u := range urls[:n] {
+			cfg.Servers = append(cfg.Servers, Server{URL: u, Weight: intp(1)})
+		}
+		cfg.HealthCheck = HealthCheck{Path: "/health", Interval: "1h", Timeout: "1h"}
+		return cfg
+	}
+	p, cancel := reload(t, nil, checked(2), t.Name())
 	p.setHealth(1, false, "status 503")
-	cfg = weighted(1, 1, 1)
-	cfg.HealthCheck.Path = "/health"
-	p2, cancel := reload(t, cancel, cfg, t.Name())
+	p2, cancel := reload(t, cancel, checked(3), t.Name())
 	if w := p2.bal.Load().(*balancer).EffectiveWeight(1); w != 0 {
 		t.Errorf("unhealthy server after a reload: effective weight %d, want 0", w)
 	}
@@ -139,7 +154,10 @@ func TestReloadKeepsHealth(t *testing.T) {
 		t.Errorf("back up: effective weight %d, want 1", w)
 	}
 	p2.setHealth(0, false, "status 503")
-	p3, _ := reload(t, cancel, weighted(1, 1, 1), t.Name())
+	unchecked := checked(3)
+	unchecked.HealthCheck = CreateConfig().HealthCheck
+	p3, cancel := reload(t, cancel, unchecked, t.Name())
+	defer cancel()
 	if w := p3.bal.Load().(*balancer).EffectiveWeight(0); w != 1 {
 		t.Errorf("health checks off: effective weight %d, want 1", w)
 	}
