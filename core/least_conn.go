@@ -1,5 +1,12 @@
 package core
 
+import "math/bits"
+
+// tieBits is how many members leastAlone's tie mask holds: it is returned
+// as ^mask in an int, which must stay negative (62 on 64-bit platforms, 30
+// on 32-bit ones).
+const tieBits = bits.UintSize - 2
+
 func init() {
 	register(LeastConn, strategyInfo{build: buildLeastConn})
 }
@@ -83,7 +90,7 @@ func pickLeastQuick(b *Balancer, key string) int {
 // leastAlone is scanPlain without the tied members' positions: the position
 // of the member with the fewest requests in flight per weight when it is the
 // only one; on a tie ^mask, mask holding a bit per tied position (in groups
-// of up to 62 members; beyond, -1). Under the interpreter it spares the full
+// of up to tieBits members; beyond, -1). Under the interpreter it spares the full
 // pick's request, dispatch and tie buffer (a request in a real Traefik at 32
 // connections: TestLeastAloneMatchesScan, examples/traefik/README.md).
 func leastAlone(hot []hotMember) int {
@@ -100,7 +107,7 @@ func leastAlone(hot []hotMember) int {
 	if !tie {
 		return best
 	}
-	if len(hot) > 62 {
+	if len(hot) > tieBits {
 		return -1
 	}
 	return ^int(mask)
