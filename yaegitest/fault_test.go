@@ -65,27 +65,31 @@ func TestPluginFaults(t *testing.T) {
 		{"least_conn", active + "\nslowStart: 2s", "retries 2, healthCheck every 200ms, slowStart 2s", faultsuite.Targets{BackAgain: true, OutSoon: true, Ramp: true}, slowTail},
 	}
 	var rows []faultsuite.Row
-	for _, c := range cases {
+	for k, c := range cases {
 		fc := faultsuite.Case{Host: "Traefik plugin", Name: "`" + c.strategy + "`, " + c.name, Targets: c.targets,
 			Header: faultsuite.SpreadClients, InProcess: true, End: c.end}
 		doc := "strategy: " + c.strategy + "\n" + c.settings + "\ntrustedIPs:\n  - 127.0.0.1\n"
 		t.Run(c.strategy+"/"+c.name, func(t *testing.T) {
-			rows = append(rows, faultsuite.RunCase(t, base, fc, pluginProxy(t, l, count, doc)))
+			// A middleware name of its own: the plugin keeps a name's state
+			// across New calls (Traefik's reloads), and each case starts
+			// from nothing, not from the previous case's dead servers.
+			name := fmt.Sprintf("lb%d", k)
+			rows = append(rows, faultsuite.RunCase(t, base, fc, pluginProxy(t, l, count, doc, name)))
 		})
 	}
 	faultsuite.WriteDocs(t, rows, len(cases))
 }
 
-// pluginProxy serves the interpreted middleware, built from the settings
-// doc and the backends, on the first port.
-func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()), doc string) faultsuite.Proxy {
+// pluginProxy serves the interpreted middleware called name, built from the
+// settings doc and the backends, on the first port.
+func pluginProxy(t *testing.T, l *loader, count func(http.Handler, int, func()), doc, name string) faultsuite.Proxy {
 	return func(backends []string, dead int, ports []int) (faultsuite.Running, error) {
 		var urls []string
 		for _, b := range backends {
 			urls = append(urls, "http://"+b)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		h, err := l.newHandler(ctx, doc+serversYAML(urls), "lb")
+		h, err := l.newHandler(ctx, doc+serversYAML(urls), name)
 		if err != nil {
 			cancel()
 			return faultsuite.Running{}, fmt.Errorf("New: %v\nconfig:\n%s", err, doc)
