@@ -240,24 +240,34 @@ func TestCaddyRetries(t *testing.T) {
 	}
 }
 
-// TestCaddyFailStatus: the statuses proxy_next_upstream names are failures
-// of the server in nginx (towards max_fails; http_403 and http_404 never),
-// so they become the policy's fail_status where failures are counted; fair
-// counts 5xx already.
-func TestCaddyFailStatus(t *testing.T) {
+// TestFailStatus: the statuses proxy_next_upstream names are failures of
+// the server in nginx (towards max_fails; http_403 and http_404 never), so
+// they become the Caddy policy's fail_status and the Traefik plugin's
+// failStatus where failures are counted (in Traefik by the first server's
+// max_fails, the plugin's one setting); fair counts 5xx already.
+func TestFailStatus(t *testing.T) {
 	cases := []struct {
-		name, method, servers, next, want string
+		name, method, servers, next, caddy, traefik string
 	}{
 		{"the 5xx and 429 named, 403 and 404 left out", "", "server 10.0.0.1:80; server 10.0.0.2:80;",
 			"error timeout http_500 http_502 http_403 http_404 http_429 http_502",
-			"fail_status 500 502 429"},
-		{"nginx's default: error timeout", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "", ""},
-		{"only 403 and 404", "least_conn;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_403 http_404", ""},
-		{"no max_fails: nothing is counted", "", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_503", ""},
-		{"max_fails on one server", "least_conn;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=2;", "error http_503", "fail_status 503"},
-		{"off", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "off", ""},
-		{"fair counts 5xx already", "least_time header;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_502 http_503", ""},
-		{"fair is told of 429", "least_time header;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_500 http_429", "fail_status 5xx 429"},
+			"fail_status 500 502 429", "failStatus: 500,502,429"},
+		{"nginx's default: error timeout", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "", "", ""},
+		{"only 403 and 404", "least_conn;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_403 http_404", "", ""},
+		{"no max_fails: nothing is counted", "", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_503", "", ""},
+		{"max_fails on one server", "least_conn;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=2;", "error http_503", "fail_status 503", ""},
+		{"off", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "off", "", ""},
+		{"fair counts 5xx already", "least_time header;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_502 http_503", "", ""},
+		{"fair is told of 429", "least_time header;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_500 http_429", "fail_status 5xx 429", "failStatus: 5xx,429"},
+	}
+	lines := func(out, prefix string) string {
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
+				got = append(got, l)
+			}
+		}
+		return strings.Join(got, "\n")
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -270,56 +280,13 @@ func TestCaddyFailStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, _ := cfg.Caddyfile()
-			policy := unindent(section(string(out), "lb_policy"))
-			var got []string
-			for _, l := range strings.Split(policy, "\n") {
-				if strings.HasPrefix(l, "fail_status") {
-					got = append(got, l)
-				}
+			caddy, _ := cfg.Caddyfile()
+			if got := lines(section(string(caddy), "lb_policy"), "fail_status"); got != c.caddy {
+				t.Errorf("Caddy, proxy_next_upstream %s: got %q, want %q in:\n%s", c.next, got, c.caddy, caddy)
 			}
-			if strings.Join(got, "\n") != c.want {
-				t.Errorf("proxy_next_upstream %s: got %q, want %q in:\n%s", c.next, got, c.want, out)
-			}
-		})
-	}
-}
-
-// TestTraefikFailStatus: the same statuses become the Traefik plugin's
-// failStatus, judged by the first server's max_fails (the plugin's one
-// setting).
-func TestTraefikFailStatus(t *testing.T) {
-	cases := []struct {
-		name, method, servers, next, want string
-	}{
-		{"the 5xx and 429 named, 403 and 404 left out", "", "server 10.0.0.1:80; server 10.0.0.2:80;",
-			"error timeout http_500 http_502 http_403 http_404 http_429 http_502", "failStatus: 500,502,429"},
-		{"nginx's default: error timeout", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "", ""},
-		{"no max_fails: nothing is counted", "", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_503", ""},
-		{"off", "", "server 10.0.0.1:80; server 10.0.0.2:80;", "off", ""},
-		{"fair counts 5xx already", "least_time header;", "server 10.0.0.1:80; server 10.0.0.2:80;", "error http_502 http_503", ""},
-		{"fair is told of 429", "least_time header;", "server 10.0.0.1:80 max_fails=0; server 10.0.0.2:80 max_fails=0;", "error http_500 http_429", "failStatus: 5xx,429"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			next := ""
-			if c.next != "" {
-				next = "proxy_next_upstream " + c.next + ";"
-			}
-			conf := "http {\nupstream u { " + c.method + " " + c.servers + " }\nserver { listen 8080; location / { " + next + " proxy_pass http://u; } }\n}\n"
-			cfg, err := load(t, conf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, _ := cfg.Traefik()
-			var got []string
-			for _, l := range strings.Split(string(out), "\n") {
-				if l = strings.TrimSpace(l); strings.HasPrefix(l, "failStatus:") {
-					got = append(got, l)
-				}
-			}
-			if strings.Join(got, "\n") != c.want {
-				t.Errorf("proxy_next_upstream %s: got %q, want %q in:\n%s", c.next, got, c.want, out)
+			traefik, _ := cfg.Traefik()
+			if got := lines(string(traefik), "failStatus:"); got != c.traefik {
+				t.Errorf("Traefik, proxy_next_upstream %s: got %q, want %q in:\n%s", c.next, got, c.traefik, traefik)
 			}
 		})
 	}
