@@ -59,15 +59,7 @@ func parseDist(s string, slowOK bool) (Dist, error) {
 		}
 		return expDist(d), nil
 	case "uniform":
-		lo, hi, ok := strings.Cut(arg, "-")
-		if !ok {
-			return nil, fmt.Errorf("want uniform:D1-D2")
-		}
-		a, err := parseDur(lo)
-		if err != nil {
-			return nil, err
-		}
-		b, err := parseDur(hi)
+		a, b, err := parseSpan(arg, "want uniform:D1-D2")
 		if err != nil {
 			return nil, err
 		}
@@ -129,6 +121,21 @@ func parseDur(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q: must not be negative", s)
 	}
 	return d, nil
+}
+
+// parseSpan parses "D1-D2" as two durations; want is the error when s has
+// no "-".
+func parseSpan(s, want string) (time.Duration, time.Duration, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("%s", want)
+	}
+	a, err := parseDur(lo)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := parseDur(hi)
+	return a, b, err
 }
 
 type constDist time.Duration

@@ -43,15 +43,7 @@ func parseSlowdown(s string) (func(time.Duration) float64, error) {
 		}
 		return flap(d, factor), nil
 	}
-	a, b, ok := strings.Cut(when, "-")
-	if !ok {
-		return nil, fmt.Errorf("want Fx@D1-D2 or Fx@every:D")
-	}
-	from, err := parseDur(a)
-	if err != nil {
-		return nil, err
-	}
-	to, err := parseDur(b)
+	from, to, err := parseSpan(when, "want Fx@D1-D2 or Fx@every:D")
 	if err != nil {
 		return nil, err
 	}
