@@ -40,7 +40,7 @@ func TestLeastAloneMatchesScan(t *testing.T) {
 			}
 			want = ^mask
 		}
-		if got := leastAlone(g.hot); got != want {
+		if got := leastAlone(g.counts, g.milli); got != want {
 			t.Fatalf("set %d: leastAlone %d, scan %d with %d tied", set, got, best, ties)
 		}
 		all := func(int) bool { return true }
@@ -92,7 +92,7 @@ func TestLeastTiedMatchesFullPick(t *testing.T) {
 				continue
 			}
 			g := quick.primary
-			if len(held) > 0 && leastAlone(g.hot) < 0 {
+			if len(held) > 0 && leastAlone(g.counts, g.milli) < 0 {
 				if _, ties := scanPlain(g.hot, make([]int, n)); ties == n {
 					allTied++
 				} else {

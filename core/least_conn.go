@@ -1,6 +1,9 @@
 package core
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // tieBits is how many members leastAlone's tie mask holds: it is returned
 // as ^mask in an int, which must stay negative (62 on 64-bit platforms, 30
@@ -54,60 +57,66 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	if g.quick == quickTable {
 		g.quick = quickLeast
 	}
+	g.leastQuick = g.allUp && !g.capped
+	g.watch = &noFailing
+	if len(g.flagged) > 0 {
+		g.watch = g.failing
+	}
 	return lc, nil
 }
 
-// pickLeastQuick is PickIndex's quick path for least_conn: while no request
-// is in flight, every member that is not down ties at zero, and nginx's
-// pass among them all is smooth_wrr's next step, taken as PickNext takes it.
-// With requests in flight, as under load, while every member is up, none
-// ramps and the group is quiet (each member eligible at its configured
-// weight), one member alone with the fewest per weight is nginx's choice,
-// found by leastAlone, and a tie goes to leastTied (smooth_wrr among the
-// tied). Where they have no answer the full pick runs.
+// noFailing is the count of failing backends of a group none of whose
+// members has max_fails or max_conns (see group.watch): always 0.
+var noFailing atomic.Int32
+
+// pickLeastQuick is PickIndex's quick path for least_conn: while every
+// member is up, none has max_conns, none is unsteady (ramping, or with a
+// weight lowered by failures) and the group is quiet (so each member is
+// eligible at its configured weight), one member alone with the fewest
+// requests in flight per weight is nginx's choice, found by leastAlone, and
+// a tie goes to leastTied (smooth_wrr among the tied: while no request is
+// in flight every member ties, and the pass among them all is the table's
+// next entry). Where they have no answer the full pick runs. Under the
+// interpreter every subexpression costs the call an allocation, so the
+// conditions are few and flat.
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
-	if len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0 { // isQuiet(g), inline
-		if b.inflight.Load() == 0 {
-			if g.sched.gate.Load() == 1 { // PickNext, inline
-				return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
-			}
-		} else if g.allUp && g.ramps.Load() == 0 {
-			if p := leastAlone(g.hot); p >= 0 {
-				return g.members[p].index
-			} else if p < -1 {
-				if i := leastTied(b, g, uint64(^p)); i >= 0 {
-					return i
-				}
-			}
+	gate := g.gate.Load()
+	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
+		p := leastAlone(g.counts, g.milli)
+		if p >= 0 {
+			return g.members[p].index
+		}
+		if p = leastTied(b, g, p, gate); p >= 0 {
+			return p
 		}
 	}
-	// Not pickKey: with requests in flight, as under load, this is the
-	// common way, and the call would cost it more than the frame saves.
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
-// leastAlone is scanPlain without the tied members' positions: the position
-// of the member with the fewest requests in flight per weight when it is the
-// only one; on a tie ^mask, mask holding a bit per tied position (in groups
-// of up to tieBits members; beyond, -1). Under the interpreter it spares the full
-// pick's request, dispatch and tie buffer (a request in a real Traefik at 32
-// connections: TestLeastAloneMatchesScan, examples/traefik/README.md).
-func leastAlone(hot []hotMember) int {
-	best, tie, mask := 0, false, uint64(1)
-	bc, bw := hot[0].state.inflight.Load(), hot[0].milli
-	for i := 1; i < len(hot); i++ {
-		c, w := hot[i].state.inflight.Load(), hot[i].milli
+// leastAlone is scanPlain without the tied members' positions, over the
+// group's counts and weights (in thousandths): the position of the member
+// with the fewest requests in flight per weight when it is the only one;
+// on a tie ^mask, mask holding a bit per tied position (in groups of up to
+// tieBits members; beyond, -1). Under the interpreter it spares the full
+// pick's request, dispatch and tie buffer (a request in a real Traefik at
+// 32 connections: TestLeastAloneMatchesScan, examples/traefik/README.md).
+func leastAlone(counts []*atomic.Int64, milli []int64) int {
+	// bc/bw starts as 1/0, above any load: the first member takes it.
+	best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
+	for i, n := range counts {
+		c, w := n.Load(), milli[i]
 		if lhs, rhs := c*bw, bc*w; lhs < rhs {
-			best, bc, bw, tie, mask = i, c, w, false, uint64(1)<<uint(i)
+			best, bc, bw, mask = i, c, w, bit
 		} else if lhs == rhs {
-			tie, mask = true, mask|uint64(1)<<uint(i)
+			mask |= bit
 		}
+		bit <<= 1
 	}
-	if !tie {
+	if mask&(mask-1) == 0 { // one bit: best alone
 		return best
 	}
-	if len(hot) > tieBits {
+	if len(counts) > tieBits {
 		return -1
 	}
 	return ^int(mask)
@@ -116,7 +125,9 @@ func leastAlone(hot []hotMember) int {
 // leastTied is least_conn's quick path for a tie under load (about a fifth
 // of the picks in a real Traefik at 32 connections), under leastAlone's
 // conditions (every member up and eligible at its configured weight, no
-// caller's filter), for the members in mask as leastAlone found them tied:
+// caller's filter), for the members leastAlone found tied (p is its
+// answer: ^mask, mask holding a bit per tied position, or -1 beyond
+// tieBits members), gate the schedule's gate as read before the scan:
 // nginx's smooth pass among the tied, as exactLeast makes it, in one
 // function over the flat arrays, where the full pick costs the interpreter
 // a request, its dispatch, a 64-entry buffer, a second scan and some ten
@@ -124,11 +135,16 @@ func leastAlone(hot []hotMember) int {
 // table's next entry while the schedule follows it. A pass among some of
 // them, with every member steady, is exactPass's: leaving the table if the
 // schedule follows one, smoothPass and follow's part for it, inline. It
-// returns the backend index, or -1 where the full pick must answer (a
-// member unsteady, at a tie among some). TestLeastTiedMatchesFullPick holds it to the full pick.
-func leastTied(b *Balancer, g *group, mask uint64) int {
+// returns the backend index, or -1 where the full pick must answer (beyond
+// tieBits members, a member unsteady at a tie among some).
+// TestLeastTiedMatchesFullPick holds it to the full pick.
+func leastTied(b *Balancer, g *group, p int, gate int64) int {
+	if p == -1 {
+		return -1
+	}
+	mask := uint64(^p)
 	if mask == uint64(1)<<uint(len(g.hot))-1 { // every member
-		if g.sched.gate.Load() == 1 { // PickNext, inline
+		if gate == 1 { // PickNext, inline
 			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 		}
 		return tiedAll(b, g)

@@ -161,20 +161,54 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 		return
 	}
 	m := b.members[i]
-	s := m.state
-	s.inflight.Add(-1)
+	m.state.inflight.Add(-1)
 	if b.inflight != nil {
 		b.inflight.Add(-1)
 	}
-	// The common case ends here, in one call: a success, for a backend
-	// without failures, under a strategy that keeps no latency estimate.
-	// fair's common case, a success, takes one call more: the latency goes
-	// to sample, apart from account's failure work, whose frame the
-	// interpreter would allocate for every request.
+	settle(b, m, latency, failed)
+}
+
+// Begin is Start for a caller that ends its requests with a deferred call
+// into compiled code, which under an interpreter costs a fraction of a
+// deferred call to Done: it records that a request to backend i has begun
+// and returns the backend's count of requests in flight. The request then
+// ends with Add(-1) on that count, after Report, which does the rest of
+// Done's work; Report may be left out when that work is none: a success
+// while Fails(i) is 0, under any strategy but fair (which times every
+// answer). Begin returns nil, and the request ends with Done, when the
+// balancer also counts the requests in flight over all its backends (url_hash's
+// bounded mode) or when i is out of range.
+func Begin(b *Balancer, i int) *atomic.Int64 {
+	if b.inflight != nil || i < 0 || i >= len(b.members) {
+		Start(b, i)
+		return nil
+	}
+	n := b.counts[i]
+	n.Add(1)
+	b.requests[i].Add(1)
+	return n
+}
+
+// Report is Done without the end of the count of requests in flight, for a
+// request begun with Begin: it accounts a failure, or a success after
+// failures, and feeds fair's estimate with latency.
+func Report(b *Balancer, i int, latency time.Duration, failed bool) {
+	if uint(i) < uint(len(b.members)) {
+		settle(b, b.members[i], latency, failed)
+	}
+}
+
+// settle is Done's work once the request no longer counts in flight. The
+// common case ends here, in one call: a success, for a backend without
+// failures, under a strategy that keeps no latency estimate. fair's common
+// case, a success, takes one call more: the latency goes to sample, apart
+// from account's failure work, whose frame the interpreter would allocate
+// for every request.
+func settle(b *Balancer, m *member, latency time.Duration, failed bool) {
 	if m.group.decay > 0 {
 		sample(b, m, int64(latency), failed)
 	}
-	if failed || s.fails.Load() != 0 {
+	if failed || m.state.fails.Load() != 0 {
 		account(b, m, failed)
 	}
 }

@@ -130,6 +130,20 @@ type group struct {
 	// hot holds, contiguously, what least_conn's scan reads of each member,
 	// one pointer hop from the in-flight count instead of two.
 	hot []hotMember
+	// counts and milli are hot as flat arrays, for least_conn's quick scan:
+	// under the interpreter every selector of an expression costs the call
+	// an allocation, so a member's count is one index and one load.
+	counts []*atomic.Int64
+	milli  []int64
+	// gate is &sched.gate, one selector shorter for the interpreter.
+	gate *atomic.Int64
+	// leastQuick is true when least_conn's quick path may run whenever the
+	// group is steady and quiet: every member is up and none has max_conns.
+	leastQuick bool
+	// watch is failing when a member has max_fails, and otherwise a count
+	// that stays 0 (noFailing): while it reads 0 the group is quiet, in one
+	// load.
+	watch *atomic.Int32
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
 	totalWeight int64 // 64-bit: on 32-bit platforms an int sum wraps
@@ -345,11 +359,15 @@ func (g *group) addUnsteady(d int64) { g.sched.gate.Add(d << modeBits) }
 func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error) {
 	c := &b.cfg
 	g := &group{members: members, failing: b.failing}
+	g.gate = &g.sched.gate
 	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
 	g.plain, g.allUp = true, true
 	g.hot = make([]hotMember, len(members))
+	g.counts = make([]*atomic.Int64, len(members))
+	g.milli = make([]int64, len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
+		g.counts[i], g.milli[i] = &m.state.inflight, int64(m.weight)*1000
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
