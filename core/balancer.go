@@ -95,7 +95,8 @@ type Balancer struct {
 	fails   *failRef
 	failing *atomic.Int32
 	// counts and requests are the members' counts of requests in flight
-	// and started, by backend index, for Begin: one index each.
+	// and started, by backend index, for Begin: one index each (nil when
+	// inflight is not, since Begin then gives way to Start and Done).
 	counts   []*atomic.Int64
 	requests []*atomic.Int64
 }
@@ -194,10 +195,14 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		}
 	}
 	// Only a balancer that is returned takes a place in the states' lists.
-	b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
+	if b.inflight == nil {
+		b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
+	}
 	for i, m := range b.members {
 		attachFails(m.state, b.fails)
-		b.counts[i], b.requests[i] = &m.state.inflight, &m.state.requests
+		if b.counts != nil {
+			b.counts[i], b.requests[i] = &m.state.inflight, &m.state.requests
+		}
 	}
 	return b, nil
 }

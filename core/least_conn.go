@@ -58,9 +58,8 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 		g.quick = quickLeast
 	}
 	g.leastQuick = g.allUp && !g.capped
-	g.watch = &noFailing
-	if len(g.flagged) > 0 {
-		g.watch = g.failing
+	if len(g.members) <= tieBits {
+		g.allMask = uint64(1)<<uint(len(g.members)) - 1
 	}
 	return lc, nil
 }
@@ -143,23 +142,27 @@ func leastTied(b *Balancer, g *group, p int, gate int64) int {
 		return -1
 	}
 	mask := uint64(^p)
-	if mask == uint64(1)<<uint(len(g.hot))-1 { // every member
+	if mask == g.allMask && gate&modeMask != 0 {
 		if gate == 1 { // PickNext, inline
 			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 		}
-		return tiedAll(b, g)
+		return tiedAll(b, g) // smooth_wrr follows the orbit it learnt
 	}
-	return tiedSome(g, mask)
+	return tiedPass(b, g, mask)
 }
 
-// tiedSome is leastTied's pass among some members, in a function of its
-// own: under the interpreter a call allocates room for every value of its
-// function, and a tie among all needs none of these.
-func tiedSome(g *group, mask uint64) int {
+// tiedPass is leastTied's pass among the members in mask, in exact mode:
+// exactPass's (leaving the table first if the schedule follows one),
+// smoothPass and follow's part for it, inline. It returns -1 where a
+// member is unsteady, or smooth_wrr follows a learnt orbit at a tie among
+// every member: then the full pick answers. (A function of its own: under
+// the interpreter a call allocates room for every value of its function,
+// and the table's entry needs none of these.)
+func tiedPass(b *Balancer, g *group, mask uint64) int {
 	sm := g.smooth
 	sm.mu.Lock()
 	if gate := g.sched.gate.Load(); gate != 0 {
-		if gate>>modeBits != 0 { // a member unsteady: exactPass adjusts its weight
+		if gate>>modeBits != 0 || mask == g.allMask && gate&modeMask == 2 { // a member unsteady: exactPass adjusts its weight
 			sm.mu.Unlock()
 			return -1
 		}
@@ -180,8 +183,10 @@ func tiedSome(g *group, mask uint64) int {
 	}
 	cur[best] -= total
 	sm.clean, sm.set, sm.partTotal = true, set, total
-	if g.ties.table != nil { // follow's part for a pass among some (beyond the bound there is no table)
-		if cur[best] == 0 && allZero(cur) {
+	if g.ties.table != nil { // follow's part (beyond the bound there is no table)
+		if mask == g.allMask {
+			tiedFollow(b, g, best)
+		} else if cur[best] == 0 && allZero(cur) {
 			g.ties.resume()
 		} else {
 			g.ties.rec = 0
@@ -191,15 +196,23 @@ func tiedSome(g *group, mask uint64) int {
 	return g.members[best].index
 }
 
-// tiedAll is exactLeast's pass when every member ties, off the table: in a
-// function of its own, so that leastTied's frame has no request.
+// tiedFollow is follow after tiedPass's pass among every member, which
+// picked best: it may record the pass towards a learnt orbit.
+func tiedFollow(b *Balancer, g *group, best int) {
+	r := request{b: b}
+	follow(g.ties, g, &r, best, false)
+}
+
+// tiedAll is exactLeast's pass when every member ties while smooth_wrr
+// follows a learnt orbit: smooth_wrr's pick, in a function of its own, so
+// that leastTied's frame has no request.
 func tiedAll(b *Balancer, g *group) int {
 	r := request{b: b}
 	return g.members[pickSmoothWRR(g.ties, g, &r)].index
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
-// steady and quiet: two draws in proportion to weight from look (lookPair's,
+// steady and quiet: two draws in proportion to weight from look (fairPair's,
 // inline: its two results would cost the interpreter a call's worth), and
 // the one with fewer requests in flight per weight, the first on a tie.
 func pickTwoQuick(b *Balancer, key string) int {

@@ -135,14 +135,23 @@ type group struct {
 	// an allocation, so a member's count is one index and one load.
 	counts []*atomic.Int64
 	milli  []int64
+	ests   []*atomic.Value // fair's estimates (*fairEst), likewise
+	picks  []*atomic.Int64 // fair's lastPick, likewise
+	// size is len(members), lookLen len(look), as the quick paths divide
+	// by them; scan is true when fair scores the group in whole.
+	size, lookLen uint64
+	scan          bool
 	// gate is &sched.gate, one selector shorter for the interpreter.
 	gate *atomic.Int64
+	// allMask has a bit for each member (least_conn's tie masks; 0 beyond
+	// tieBits members).
+	allMask uint64
 	// leastQuick is true when least_conn's quick path may run whenever the
 	// group is steady and quiet: every member is up and none has max_conns.
 	leastQuick bool
-	// watch is failing when a member has max_fails, and otherwise a count
-	// that stays 0 (noFailing): while it reads 0 the group is quiet, in one
-	// load.
+	// watch is failing when a member has max_fails or max_conns, and
+	// otherwise a count that stays 0 (noFailing): for a group that is not
+	// capped, while it reads 0 the group is quiet, in one load.
 	watch *atomic.Int32
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
@@ -159,6 +168,9 @@ type group struct {
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64
+	// fold is fair's batching time in ns (see sample), probe the time
+	// after which an unpicked member is due for its probe.
+	fold, probe int64
 	// ramps counts the members in slow start (they are also in unsteady);
 	// while it is 0, scans skip every member's ramp check.
 	ramps atomic.Int32
@@ -215,7 +227,7 @@ func (g *group) setQuick(kind int, look []int32) {
 	if g.capped || len(look) == 0 {
 		return
 	}
-	g.quick, g.look = kind, look
+	g.quick, g.look, g.lookLen = kind, look, uint64(len(look))
 }
 
 // setSchedule gives the group the table strategies' quick path over its
@@ -230,7 +242,7 @@ func (g *group) setSchedule(table []int32, cur *cursor) {
 			break
 		}
 	}
-	g.quick, g.look, g.cur = quickTable, look, cur
+	g.quick, g.look, g.lookLen, g.cur = quickTable, look, uint64(len(look)), cur
 }
 
 // lookIndices returns t with each member position replaced by the member's
@@ -365,9 +377,12 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.hot = make([]hotMember, len(members))
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
+	g.ests = make([]*atomic.Value, len(members))
+	g.picks = make([]*atomic.Int64, len(members))
+	g.size = uint64(len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
-		g.counts[i], g.milli[i] = &m.state.inflight, int64(m.weight)*1000
+		g.counts[i], g.milli[i], g.ests[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.est, &m.state.lastPick
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
@@ -381,6 +396,10 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 		if m.slowStart > 0 && m.state.ramp.Load() != 0 {
 			m.markRamp() // a new backend, or one still ramping before Update
 		}
+	}
+	g.watch = &noFailing
+	if len(g.flagged) > 0 {
+		g.watch = g.failing
 	}
 	g.smooth = newSmoothState(g)
 	s, err := info.build(g, c)
