@@ -153,9 +153,7 @@ func pickFairQuick(b *Balancer, key string) int {
 				p = fairQuickTwo(b, g, x, p)
 			}
 		}
-		if t := g.picks[p]; t.Load() != now { // taken, inline
-			t.Store(now)
-		}
+		g.picks[p].Store(now) // taken, inline
 		return g.members[p].index
 	}
 	return pickKey(b, key)
@@ -355,9 +353,7 @@ func lookSecond(b *Balancer, look []int32, x uint64, i int) int {
 
 // taken records that member m (at position pos) was picked at now.
 func taken(m *member, pos int, now int64) int {
-	if m.state.lastPick.Load() != now {
-		m.state.lastPick.Store(now)
-	}
+	m.state.lastPick.Store(now)
 	return pos
 }
 
@@ -419,7 +415,7 @@ func fairCost(m *member, milli int64) float64 {
 	return x.e * (float64(int64(m.weight)*1000) + float64(in*1000)*x.wait) / float64(milli)
 }
 
-// fair's batches of answers (see sample).
+// fair's batches of answers (see Report).
 const (
 	// fairFoldShare: answers within DecayTime/fairFoldShare (9.8 ms by
 	// default) of the estimate's last update are batched.
@@ -457,7 +453,7 @@ const (
 )
 
 // observe feeds one answer into fair's estimate of a backend, after the
-// answers batched since its last update (see sample), which count as that
+// answers batched since its last update (see Report), which count as that
 // many answers of their mean latency (and mean square) arriving now: lat
 // is the answer's latency (ns; -1 for none: the batch alone), now its
 // clockNano, decay the decay time (ns). The estimate is lat (an EWMA of

@@ -1,14 +1,10 @@
 package core
 
-import (
-	"math/bits"
-	"sync/atomic"
-)
+import "sync/atomic"
 
-// tieBits is how many members leastAlone's tie mask holds: it is returned
-// as ^mask in an int, which must stay negative (62 on 64-bit platforms, 30
-// on 32-bit ones).
-const tieBits = bits.UintSize - 2
+// tieBits is how many members least_conn's quick path marks in its tie
+// mask; a tie in a larger group takes the full pick.
+const tieBits = 64
 
 func init() {
 	register(LeastConn, strategyInfo{build: buildLeastConn})
@@ -71,98 +67,65 @@ var noFailing atomic.Int32
 // pickLeastQuick is PickIndex's quick path for least_conn: while every
 // member is up, none has max_conns, none is unsteady (ramping, or with a
 // weight lowered by failures) and the group is quiet (so each member is
-// eligible at its configured weight), one member alone with the fewest
-// requests in flight per weight is nginx's choice, found by leastAlone, and
-// a tie goes to leastTied (smooth_wrr among the tied: while no request is
-// in flight every member ties, and the pass among them all is the table's
-// next entry). Where they have no answer the full pick runs. Under the
-// interpreter every subexpression costs the call an allocation, so the
-// conditions are few and flat.
+// eligible at its configured weight), one pass over the group's counts and
+// weights (in thousandths) finds the member with the fewest requests in
+// flight per weight, nginx's choice when it is the only one (scanPlain's
+// answer, without the tied members' positions); a tie goes to tiedPass,
+// with a bit per tied position (in groups of up to tieBits members; beyond,
+// the full pick answers). Where they have no answer the full pick runs.
+// Under the interpreter every call and every subexpression costs
+// allocations, so the scan is inline and the conditions few and flat
+// (TestLeastAloneMatchesScan, TestLeastTiedMatchesFullPick).
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
 	gate := g.gate.Load()
 	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
-		p := leastAlone(g.counts, g.milli)
-		if p >= 0 {
-			return g.members[p].index
+		// bc/bw starts as 1/0, above any load: the first member takes it.
+		milli, tie := g.milli, false
+		best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
+		for i, n := range g.counts {
+			c, w := n.Load(), milli[i]
+			if lhs, rhs := c*bw, bc*w; lhs < rhs {
+				best, bc, bw, mask, tie = i, c, w, bit, false
+			} else if lhs == rhs {
+				mask, tie = mask|bit, true
+			}
+			bit <<= 1
 		}
-		if p = leastTied(b, g, p, gate); p >= 0 {
-			return p
+		if !tie {
+			return g.members[best].index
+		}
+		if g.allMask != 0 {
+			if p := tiedPass(b, g, mask, gate); p >= 0 {
+				return p
+			}
 		}
 	}
 	return pickKey(b, key)
 }
 
-// leastAlone is scanPlain without the tied members' positions, over the
-// group's counts and weights (in thousandths): the position of the member
-// with the fewest requests in flight per weight when it is the only one;
-// on a tie ^mask, mask holding a bit per tied position (in groups of up to
-// tieBits members; beyond, -1). Under the interpreter it spares the full
-// pick's request, dispatch and tie buffer (a request in a real Traefik at
-// 32 connections: TestLeastAloneMatchesScan, examples/traefik/README.md).
-func leastAlone(counts []*atomic.Int64, milli []int64) int {
-	// bc/bw starts as 1/0, above any load: the first member takes it.
-	best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
-	for i, n := range counts {
-		c, w := n.Load(), milli[i]
-		if lhs, rhs := c*bw, bc*w; lhs < rhs {
-			best, bc, bw, mask = i, c, w, bit
-		} else if lhs == rhs {
-			mask |= bit
-		}
-		bit <<= 1
-	}
-	if mask&(mask-1) == 0 { // one bit: best alone
-		return best
-	}
-	if len(counts) > tieBits {
-		return -1
-	}
-	return ^int(mask)
-}
-
-// leastTied is least_conn's quick path for a tie under load (about a fifth
-// of the picks in a real Traefik at 32 connections), under leastAlone's
-// conditions (every member up and eligible at its configured weight, no
-// caller's filter), for the members leastAlone found tied (p is its
-// answer: ^mask, mask holding a bit per tied position, or -1 beyond
-// tieBits members), gate the schedule's gate as read before the scan:
-// nginx's smooth pass among the tied, as exactLeast makes it, in one
+// tiedPass is least_conn's quick path for a tie under load (about half of
+// the picks in a real Traefik at 32 connections), for the members in mask
+// as the scan found them tied, gate the schedule's gate as read before the
+// scan: nginx's smooth pass among the tied, as exactLeast makes it, in one
 // function over the flat arrays, where the full pick costs the interpreter
 // a request, its dispatch, a 64-entry buffer, a second scan and some ten
 // calls. When every member ties it is smooth_wrr's pass over them all: the
-// table's next entry while the schedule follows it. A pass among some of
-// them, with every member steady, is exactPass's: leaving the table if the
-// schedule follows one, smoothPass and follow's part for it, inline. It
-// returns the backend index, or -1 where the full pick must answer (beyond
-// tieBits members, a member unsteady at a tie among some).
-// TestLeastTiedMatchesFullPick holds it to the full pick.
-func leastTied(b *Balancer, g *group, p int, gate int64) int {
-	if p == -1 {
-		return -1
+// table's next entry while the schedule follows it, smooth_wrr's own pick
+// while it follows an orbit it learnt. Otherwise it is exactPass's, inline:
+// leaving the table first if the schedule follows one, smoothPass, and
+// follow's part. It returns the backend index, or -1 where the full pick
+// must answer (a member unsteady at the pass, or, at a tie among every
+// member, the schedule back on a table meanwhile).
+func tiedPass(b *Balancer, g *group, mask uint64, gate int64) int {
+	all := mask == g.allMask
+	if all && gate != 0 {
+		return tiedAll(b, g, gate)
 	}
-	mask := uint64(^p)
-	if mask == g.allMask && gate&modeMask != 0 {
-		if gate == 1 { // PickNext, inline
-			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
-		}
-		return tiedAll(b, g) // smooth_wrr follows the orbit it learnt
-	}
-	return tiedPass(b, g, mask)
-}
-
-// tiedPass is leastTied's pass among the members in mask, in exact mode:
-// exactPass's (leaving the table first if the schedule follows one),
-// smoothPass and follow's part for it, inline. It returns -1 where a
-// member is unsteady, or smooth_wrr follows a learnt orbit at a tie among
-// every member: then the full pick answers. (A function of its own: under
-// the interpreter a call allocates room for every value of its function,
-// and the table's entry needs none of these.)
-func tiedPass(b *Balancer, g *group, mask uint64) int {
 	sm := g.smooth
 	sm.mu.Lock()
-	if gate := g.sched.gate.Load(); gate != 0 {
-		if gate>>modeBits != 0 || mask == g.allMask && gate&modeMask == 2 { // a member unsteady: exactPass adjusts its weight
+	if gate = g.gate.Load(); gate != 0 {
+		if gate>>modeBits != 0 || all { // a member unsteady (exactPass adjusts its weight), or the schedule is back on a table
 			sm.mu.Unlock()
 			return -1
 		}
@@ -184,7 +147,7 @@ func tiedPass(b *Balancer, g *group, mask uint64) int {
 	cur[best] -= total
 	sm.clean, sm.set, sm.partTotal = true, set, total
 	if g.ties.table != nil { // follow's part (beyond the bound there is no table)
-		if mask == g.allMask {
+		if all {
 			tiedFollow(b, g, best)
 		} else if cur[best] == 0 && allZero(cur) {
 			g.ties.resume()
@@ -203,10 +166,14 @@ func tiedFollow(b *Balancer, g *group, best int) {
 	follow(g.ties, g, &r, best, false)
 }
 
-// tiedAll is exactLeast's pass when every member ties while smooth_wrr
-// follows a learnt orbit: smooth_wrr's pick, in a function of its own, so
-// that leastTied's frame has no request.
-func tiedAll(b *Balancer, g *group) int {
+// tiedAll is tiedPass's pass when every member ties while the schedule
+// follows a table (gate is 1, the canonical one: its next entry, as
+// PickNext takes it) or an orbit smooth_wrr learnt (its pick), in a
+// function of its own so that tiedPass's frame has neither.
+func tiedAll(b *Balancer, g *group, gate int64) int {
+	if gate == 1 {
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
 	r := request{b: b}
 	return g.members[pickSmoothWRR(g.ties, g, &r)].index
 }

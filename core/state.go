@@ -60,7 +60,7 @@ type backendState struct {
 	penalty  float64
 	stamp    int64
 	lastPick atomic.Int64
-	// batch and batchSq hold the successes sample has batched since the
+	// batch and batchSq hold the successes Report has batched since the
 	// estimate's last update: their count (above fairCountShift) and sum
 	// of latencies in ns, and the sum of their squares in units of
 	// (2^fairSqShift ns)^2. folded is the clockNano of that update, 0
@@ -197,46 +197,41 @@ func Begin(b *Balancer, i int) *atomic.Int64 {
 // request begun with Begin: it accounts a failure, or a success after
 // failures, and feeds fair's estimate with latency. The common case ends
 // here, in one call: a success, for a backend without failures, under a
-// strategy that keeps no latency estimate. fair's common case, a success,
-// takes one call more: the latency goes to sample, apart from account's
-// failure work, whose frame the interpreter would allocate for every
-// request.
+// strategy that keeps no latency estimate, and under fair a success that
+// joins the backend's batch.
+//
+// fair's answers: a success that follows the estimate's last update by
+// less than the group's fold time (DecayTime/fairFoldShare) is added to
+// the backend's batch, with two atomic additions; the next answer past the
+// fold time, or the one that fills the batch, folds the batch into the
+// estimate (see observe). So at a high rate an estimate is updated about
+// a hundred times a second per backend, not once per answer, which under
+// Traefik's interpreter was most of a request's cost; at a lower rate, and
+// for a failure, a long answer or a young estimate, every answer goes in
+// at once, as before.
 func Report(b *Balancer, i int, latency time.Duration, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
 	m := b.members[i]
-	if m.group.decay > 0 {
-		sample(b, m, int64(latency), failed)
+	if g := m.group; g.decay > 0 {
+		s, now, x := m.state, clockEpoch+int64(b.now().Sub(clockBase)), int64(latency) // clockNano, inline
+		if now == 0 {
+			now = 1
+		}
+		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
+			observe(s, x, failed, now, g.decay)
+		} else {
+			q := uint64(x) >> fairSqShift
+			s.batchSq.Add(q * q)
+			if s.batch.Add(1<<fairCountShift|uint64(x))>>fairCountShift >= fairBatchCount {
+				observe(s, -1, false, now, g.decay) // the batch is full and holds this answer: fold it
+			}
+		}
 	}
 	if failed || m.state.fails.Load() != 0 {
 		account(b, m, failed)
 	}
-}
-
-// sample feeds a request's latency into fair's estimate of m. A success
-// that follows the estimate's last update by less than the group's fold
-// time (DecayTime/fairFoldShare) is added to the backend's batch, with two
-// atomic additions; the next sample past the fold time, or the one that
-// fills the batch, folds the batch into the estimate (see observe). So at
-// a high rate an estimate is updated a few hundred times a second per
-// backend, not once per answer, which under Traefik's interpreter was
-// most of a request's cost; at a lower rate, and for a failure, a long
-// answer or a young estimate, every answer goes in at once, as before.
-func sample(b *Balancer, m *member, latency int64, failed bool) {
-	s, now := m.state, clockEpoch+int64(b.now().Sub(clockBase)) // clockNano, inline
-	if now == 0 {
-		now = 1
-	}
-	if !failed && uint64(latency) < fairBatchMax && now-s.folded.Load() < m.group.fold {
-		q := uint64(latency) >> fairSqShift
-		s.batchSq.Add(q * q)
-		if s.batch.Add(1<<fairCountShift|uint64(latency))>>fairCountShift < fairBatchCount {
-			return
-		}
-		latency = -1 // the batch is full and holds this answer: fold it
-	}
-	observe(s, latency, failed, now, m.group.decay)
 }
 
 // account is the rest of Done: failures, recovery.

@@ -162,13 +162,13 @@ type group struct {
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
-	// ties is least_conn's smooth_wrr among tied members (leastTied), nil
+	// ties is least_conn's smooth_wrr among tied members (tiedPass), nil
 	// for the other strategies.
 	ties *smoothWRR
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64
-	// fold is fair's batching time in ns (see sample), probe the time
+	// fold is fair's batching time in ns (see Report), probe the time
 	// after which an unpicked member is due for its probe.
 	fold, probe int64
 	// ramps counts the members in slow start (they are also in unsteady);
@@ -293,7 +293,7 @@ const (
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
-	quickLeast   // least_conn: the canonical schedule while nothing is in flight and gate is 1; leastAlone, leastTied
+	quickLeast   // least_conn: pickLeastQuick's scan, and tiedPass at a tie (the canonical schedule when every member ties and gate is 1)
 	quickFair    // fair (while steady, no member down): its rules over two draws into look
 )
 

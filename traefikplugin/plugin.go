@@ -47,7 +47,7 @@ type Plugin struct {
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
-	counted  bool           // track, and core.Begin serves (not url_hash's bounded mode, which counts over all servers)
+	counted  bool           // track with no key, which serveCounted serves (not url_hash's bounded mode, which counts over all servers and hashes)
 	checks   sync.WaitGroup // the health checkers running
 	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
@@ -131,7 +131,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
-		counted:  s.tracked() && s.balancer.HashMode != core.HashBounded,
+		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
 	}
 	for i, t := range s.targets {
@@ -285,8 +285,8 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 // ServeHTTP picks a server and proxies the request to it. The interpreter
 // allocates a call's room for every value of its function, whichever
 // branch runs, so ServeHTTP only chooses between the two common ways, each
-// a function of its own: requests the balancer counts in flight
-// (least_conn, fair, maxConns) and the others.
+// a function of its own: requests the balancer counts in flight with no
+// key to hash (least_conn, fair, maxConns) and the others.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.counted {
 		serveUncounted(w, r, p)
@@ -327,7 +327,9 @@ func serveUncounted(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	}
 }
 
-// serveCounted serves a request the balancer counts in flight. Its
+// serveCounted serves a request the balancer counts in flight under a
+// strategy that hashes no key (least_conn, fair, the others with
+// maxConns; a hash strategy's counted requests go the general way). Its
 // common case (a server, no body to keep), one try, is here: the request
 // counts in flight around the proxying, and its end, deferred (the reverse
 // proxy aborts a response that breaks off midway with a panic, and the
@@ -339,17 +341,13 @@ func serveUncounted(w http.ResponseWriter, r *http.Request, p *Plugin) {
 // ended. fair's tries go to timed.
 func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
 	b := p.bal.Load().(*balancer)
-	key := ""
-	if p.keyKind != keyNone {
-		key = requestKey(p.s, r)
-	}
-	i := core.PickIndex(b.Balancer, key)
+	i := core.PickIndex(b.Balancer, "")
 	if i < 0 || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, key, i)
+		serveOther(w, r, p, b, "", i)
 		return nil
 	}
 	if p.timed {
-		return timed(w, r, p, b, key, i)
+		return timed(w, r, p, b, i)
 	}
 	n := core.Begin(b.Balancer, i)
 	defer n.Add(-1)
@@ -357,19 +355,19 @@ func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
 	if p.pending.Load() == 0 && !b.failed { // failure's first test: its call costs ten times more
 		return nil
 	}
-	return countedEnd(w, r, p, b, key, i, 0)
+	return countedEnd(w, r, p, b, i, 0)
 }
 
 // timed is serveCounted's try for fair, whose estimate takes the try's
 // latency: the count's end is deferred as serveCounted's is, and the
 // latency goes to core.Report before it.
-func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) *attempt {
+func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) *attempt {
 	start := time.Now()
 	n := core.Begin(b.Balancer, i)
 	defer n.Add(-1)
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() != 0 {
-		return countedEnd(w, r, p, b, key, i, time.Since(start))
+		return countedEnd(w, r, p, b, i, time.Since(start))
 	}
 	core.Report(b.Balancer, i, time.Since(start), false)
 	return nil
@@ -379,8 +377,8 @@ func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key s
 // to server i after latency, when it may have failed (a transport error, or
 // an answer with a failStatus status) or cleared failures, and returns the
 // attempt to retry when it failed with a transport error.
-func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int, latency time.Duration) *attempt {
-	a := &attempt{p: p, b: b, req: r, key: key, i: i, err: failure(p, w)}
+func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, latency time.Duration) *attempt {
+	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
 	a.bad = a.err == nil && failedStatus(p, r)
 	core.Report(b.Balancer, i, latency, verdict(a))
 	if a.err == nil {
