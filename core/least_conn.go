@@ -53,10 +53,10 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	if g.quick == quickTable {
 		g.quick = quickLeast
 	}
-	g.leastQuick = g.allUp && !g.capped
-	if len(g.members) <= tieBits {
-		g.allMask = uint64(1)<<uint(len(g.members)) - 1
-	}
+	// The quick path marks ties in a mask of tieBits: a larger group takes
+	// the full pick.
+	g.leastQuick = g.allUp && !g.capped && len(g.members) <= tieBits
+	g.allMask = uint64(1)<<uint(len(g.members)) - 1 // all ones at 64 members
 	return lc, nil
 }
 
@@ -71,8 +71,8 @@ var noFailing atomic.Int32
 // weights (in thousandths) finds the member with the fewest requests in
 // flight per weight, nginx's choice when it is the only one (scanPlain's
 // answer, without the tied members' positions); a tie goes to tiedPass,
-// with a bit per tied position (in groups of up to tieBits members; beyond,
-// the full pick answers). Where they have no answer the full pick runs.
+// with a bit per tied position (so the quick path is for groups of up to
+// tieBits members). Where they have no answer the full pick runs.
 // Under the interpreter every call and every subexpression costs
 // allocations, so the scan is inline and the conditions few and flat
 // (TestLeastAloneMatchesScan, TestLeastTiedMatchesFullPick).
@@ -81,24 +81,22 @@ func pickLeastQuick(b *Balancer, key string) int {
 	gate := g.gate.Load()
 	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
 		// bc/bw starts as 1/0, above any load: the first member takes it.
-		milli, tie := g.milli, false
+		milli := g.milli
 		best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
 		for i, n := range g.counts {
 			c, w := n.Load(), milli[i]
 			if lhs, rhs := c*bw, bc*w; lhs < rhs {
-				best, bc, bw, mask, tie = i, c, w, bit, false
+				best, bc, bw, mask = i, c, w, bit
 			} else if lhs == rhs {
-				mask, tie = mask|bit, true
+				mask |= bit
 			}
 			bit <<= 1
 		}
-		if !tie {
+		if mask&(mask-1) == 0 { // one bit: best alone
 			return g.members[best].index
 		}
-		if g.allMask != 0 {
-			if p := tiedPass(b, g, mask, gate); p >= 0 {
-				return p
-			}
+		if p := tiedPass(b, g, mask, gate); p >= 0 {
+			return p
 		}
 	}
 	return pickKey(b, key)

@@ -143,8 +143,8 @@ type group struct {
 	scan          bool
 	// gate is &sched.gate, one selector shorter for the interpreter.
 	gate *atomic.Int64
-	// allMask has a bit for each member (least_conn's tie masks; 0 beyond
-	// tieBits members).
+	// allMask has a bit for each member, up to tieBits (least_conn's tie
+	// masks).
 	allMask uint64
 	// leastQuick is true when least_conn's quick path may run whenever the
 	// group is steady and quiet: every member is up and none has max_conns.
