@@ -284,43 +284,61 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 
 // ServeHTTP picks a server and proxies the request to it. The interpreter
 // allocates a call's room for every value of its function, whichever
-// branch runs, so ServeHTTP only chooses between the two common ways, each
+// branch runs, so ServeHTTP only chooses among the three common ways, each
 // a function of its own: requests the balancer counts in flight with no
-// key to hash (least_conn, fair, maxConns) and the others.
+// key to hash (least_conn, fair, maxConns), the table strategies'
+// (smooth_wrr, gcd_wrr, round_robin), and the others'.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.counted {
-		serveUncounted(w, r, p)
-	} else if a := serveCounted(w, r, p); a != nil {
-		retry(w, a, nil)
+	if p.counted {
+		if a := serveCounted(w, r, p); a != nil {
+			retry(w, a, nil)
+		}
+	} else if p.table {
+		serveTable(w, r, p)
+	} else {
+		serveKeyed(w, r, p)
 	}
 }
 
-// serveUncounted serves a request the balancer does not count in flight.
-// The common case, one successful try, is kept to a few calls: the
-// interpreter charges for each, and for each value it computes, so what is
-// rare goes to other functions.
-func serveUncounted(w http.ResponseWriter, r *http.Request, p *Plugin) {
+// serveTable serves a request under a table strategy that the balancer
+// does not count in flight. The common case, one successful try, is kept
+// to a few calls: the interpreter charges for each, and for each value it
+// computes, so what is rare goes to other functions.
+func serveTable(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	b := p.bal.Load().(*balancer)
-	key, i := "", -1
-	if p.table {
-		i = core.PickNext(b.Balancer, "") // no key: a table strategy
-	} else {
-		if p.keyKind == keyURI && r.RequestURI != "" { // requestKey's common case, inline
-			key = r.RequestURI
-		} else if p.keyKind != keyNone {
-			key = otherKey(p.s, r)
-		}
-		i = core.PickIndex(b.Balancer, key)
-	}
+	i := core.PickNext(b.Balancer, "") // no key: a table strategy
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, key, i)
+	if i < 0 || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", i)
 		return
 	}
 	// try's untracked case, inline, since the call would cost as much as
 	// the rest: a success while no failure was ever reported ends here,
 	// with no attempt made (b.failed implies p.failures).
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() != 0 || b.failed {
+		end(w, r, p, b, "", i)
+	}
+}
+
+// serveKeyed is serveTable for the other strategies: the hash strategies,
+// whose key it reads, random and weighted_random, and a hash strategy
+// whose requests the balancer counts (bounded url_hash, maxConns), which
+// go the general way.
+func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
+	b := p.bal.Load().(*balancer)
+	key := ""
+	if p.keyKind == keyURI && r.RequestURI != "" { // requestKey's common case, inline
+		key = r.RequestURI
+	} else if p.keyKind != keyNone {
+		key = otherKey(p.s, r)
+	}
+	i := core.PickIndex(b.Balancer, key)
+	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, key, i)
+		return
+	}
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() != 0 || b.failed {
 		end(w, r, p, b, key, i)
