@@ -87,14 +87,18 @@ type Balancer struct {
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
 	// that was removed count until they are done). Only url_hash's bounded
-	// mode and least_conn's quick path read it, so only they have one; nil
-	// otherwise.
+	// mode reads it, so only it has one; nil otherwise (see Begin).
 	inflight *atomic.Int64
 	// failing counts this balancer's backends whose failure count is not 0
 	// (see failing.go); failing is fails.count. While it is 0, no backend
 	// can be out for max_fails, which lets a pick skip the check.
 	fails   *failRef
 	failing *atomic.Int32
+	// counts and requests are the members' counts of requests in flight
+	// and started, by backend index, for Begin: one index each (nil when
+	// inflight is not, since Begin then gives way to Start and Done).
+	counts   []*atomic.Int64
+	requests []*atomic.Int64
 }
 
 // New validates cfg and builds a balancer. Errors name the field and value.
@@ -131,7 +135,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	}
 	b.fails = new(failRef)
 	b.failing = &b.fails.count
-	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn {
+	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
 		} else {
@@ -191,8 +195,14 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		}
 	}
 	// Only a balancer that is returned takes a place in the states' lists.
-	for _, m := range b.members {
+	if b.inflight == nil {
+		b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
+	}
+	for i, m := range b.members {
 		attachFails(m.state, b.fails)
+		if b.counts != nil {
+			b.counts[i], b.requests[i] = &m.state.inflight, &m.state.requests
+		}
 	}
 	return b, nil
 }

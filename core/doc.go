@@ -10,7 +10,11 @@
 //
 // The caller reports when a request to a backend starts and ends
 // ([Balancer.Start], [Balancer.Done]); least_conn, fair, url_hash's bounded
-// mode, max_conns and max_fails use those reports. Per-backend runtime state
+// mode, max_conns and max_fails use those reports. A caller that ends a
+// request with a deferred call (under Traefik's interpreter a deferred call
+// into compiled code costs a fraction of one into interpreted code) begins
+// it with [Begin], reports its outcome with [Report] and ends it with
+// Add(-1) on the count Begin returned. Per-backend runtime state
 // is keyed by address, so a balancer rebuilt with [Balancer.Update] keeps the
 // counters and failure state of the addresses that remain.
 //

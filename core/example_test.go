@@ -130,3 +130,36 @@ func ExampleBalancer_Update() {
 	fmt.Println(nb.Index("10.0.0.2:80"), nb.InFlight(0), nb.Strategy())
 	// Output: 0 1 round_robin
 }
+
+// A caller that ends its requests itself, as the Traefik plugin does:
+// Begin counts the request in flight and returns the count, whose Add(-1),
+// deferred, ends it even if the proxying panics; Report, before that end,
+// gives fair its latency (and any strategy a failure, or a success after
+// failures). Under least_conn the next pick goes to the other backend while
+// the first request is in flight.
+func ExampleBegin() {
+	b, err := core.New(core.Config{
+		Strategy: core.LeastConn,
+		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	serve := func(then func()) {
+		i := core.PickIndex(b, "")
+		n := core.Begin(b, i)
+		defer n.Add(-1)
+		fmt.Println("to", i, "in flight", b.InFlight(i))
+		if then != nil {
+			then()
+		}
+		core.Report(b, i, 0, false) // here a no-op: least_conn, a success, no failures
+	}
+	serve(func() { serve(nil) })
+	fmt.Println("after", b.InFlight(0), b.InFlight(1))
+	// Output:
+	// to 0 in flight 1
+	// to 1 in flight 1
+	// after 0 0
+}

@@ -47,6 +47,21 @@ const (
 	fairUnit = 1024
 )
 
+// fairEst is a backend's estimate as fair's picks read it (see observe),
+// replaced whole on every update so that a pick reads it with one load
+// (under the interpreter each load is a call into compiled code): e is the
+// latency estimate times the failure penalty in ns (0: unmeasured), wait
+// the cost of a request in flight ahead of a new one, in units of the
+// latency (1 to fairMaxWait), tie and near the factor and the fraction by
+// which scores must differ to count as different (in 1/fairUnit).
+type fairEst struct {
+	e, wait   float64
+	tie, near int64
+}
+
+// unmeasured is the estimate of a backend with no answer yet.
+var unmeasured = &fairEst{}
+
 // fair is latency-aware balancing. Each backend has an estimate of its
 // latency (see observe): an EWMA of its answers' latencies times a failure
 // penalty, and of how long a request in flight holds the next one up. A
@@ -102,6 +117,9 @@ func buildFair(g *group, c *Config) (strategy, error) {
 		d = DefaultDecayTime
 	}
 	g.decay = int64(d)
+	g.fold = g.decay / fairFoldShare
+	g.probe = g.decay / fairProbeShare
+	g.scan = len(g.members) <= fairScan
 	g.cur = newCursor(1, 0) // a plain counter: the picks use n, never take
 	if up := upPositions(g); g.allUp && len(up) > 1 {
 		g.setQuick(quickFair, weightedLook(g, up))
@@ -115,74 +133,87 @@ func buildFair(g *group, c *Config) (strategy, error) {
 
 // pickFairQuick is PickIndex's quick path for fair, while the group is
 // quiet and steady (so every member is eligible at its configured weight):
-// pickFair's rules, in its order, with nothing to check per member.
+// pickFair's rules, in its order, with nothing to check per member, over
+// member positions and the flat arrays (under the interpreter every
+// selector costs an allocation).
 func pickFairQuick(b *Balancer, key string) int {
 	g := b.primary
-	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
+	if g.watch.Load() == 0 && g.gate.Load() == 0 { // isQuiet(g), isSteady(g)
 		now := clockEpoch + int64(b.now().Sub(clockBase)) // clockNano, inline
 		if now == 0 {
 			now = 1
 		}
-		k := g.cur.n.Add(1)
-		m := g.members[k%uint64(len(g.members))]
-		if now-m.state.lastPick.Load() < g.decay/fairProbeShare {
-			i, j := lookPair(b, g.look)
-			m = b.members[i]
-			if len(g.members) <= fairScan {
-				m = g.members[fairQuickScan(g, m.pos)]
-			} else if mj := b.members[j]; fairBetter(mj, int64(mj.weight)*1000, m, int64(m.weight)*1000) {
-				m = mj
+		p := int(g.cur.n.Add(1) % g.size)
+		if now-g.picks[p].Load() < g.probe {
+			x := b.rand()
+			p = b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
+			if g.scan {
+				p = fairQuickScan(g, p)
+			} else {
+				p = fairQuickTwo(b, g, x, p)
 			}
 		}
-		if m.state.lastPick.Load() != now { // taken, inline
-			m.state.lastPick.Store(now)
-		}
-		return m.index
+		g.picks[p].Store(now) // taken, inline
+		return g.members[p].index
 	}
 	return pickKey(b, key)
 }
 
+// fairQuickTwo is the quick path's choice in a group too large to score in
+// whole: the better of the first candidate, at position p, and the second
+// drawn by x.
+func fairQuickTwo(b *Balancer, g *group, x uint64, p int) int {
+	m := g.members[p]
+	c := b.members[lookSecond(b, g.look, x, m.index)]
+	if fairBetter(c, int64(c.weight)*1000, m, int64(m.weight)*1000) {
+		return c.pos
+	}
+	return p
+}
+
 // fairQuickScan is fairBest for the quick path, whose members are all
-// eligible at their configured weights. The scores are fairCost's and the
-// last comparison fairBetter's, inline: under the interpreter a call per
-// member would double the pick's cost.
+// eligible at their configured weights: one pass over the flat arrays,
+// each member's count and estimate read once. The scores are fairCost's and
+// the last comparison fairBetter's, inline: under the interpreter a call
+// per member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
-	best, bs, bin, bm := first, fairInf, int64(0), int64(1)
-	lb, ls := first, fairInf // the best of those less loaded than first
-	fs, fin := 0.0, g.hot[first].state.inflight.Load()
-	fm := g.hot[first].milli
-	for c, h := range g.hot {
-		in := h.state.inflight.Load()
+	counts, ests, milli := g.counts, g.ests, g.milli
+	fin, fm := counts[first].Load(), milli[first]
+	best, bs, bin, bm, be := first, fairInf, int64(0), int64(1), unmeasured
+	lb, ls, le := first, fairInf, unmeasured // the best of those less loaded than first
+	fs, fe := 0.0, unmeasured
+	for c, n := range counts {
+		in, x, w := n.Load(), ests[c].Load().(*fairEst), milli[c]
 		s := fairInf
-		if e := math.Float64frombits(h.state.ewma.Load()); e != 0 {
-			s = e * (float64(h.milli) + float64(in*1000)*math.Float64frombits(h.state.wait.Load())) / float64(h.milli)
+		if x.e != 0 {
+			s = x.e * (float64(w) + float64(in*1000)*x.wait) / float64(w)
 		} else if in == 0 {
 			s = 0 // unmeasured and idle
 		}
 		if c == first {
-			fs = s
+			fs, fe = s, x
 		}
 		if s < bs {
-			best, bs, bin, bm = c, s, in, h.milli
+			best, bs, bin, bm, be = c, s, in, w, x
 		}
-		if s < ls && in*fm < fin*h.milli {
-			lb, ls = c, s
+		if s < ls && in*fm < fin*w {
+			lb, ls, le = c, s, x
 		}
 	}
 	// fairBetter for best, then for lb, inline.
 	if best != first && best != lb && bs < fs {
 		if bin*fm == fin*bm { // as loaded: the larger tie
-			t, u := g.hot[best].state.tie.Load(), g.hot[first].state.tie.Load()
-			if u > t {
-				t = u
+			t := be.tie
+			if fe.tie > t {
+				t = fe.tie
 			}
 			if bs*float64(t) < fs*fairUnit {
 				return best
 			}
 		} else { // more loaded: the smaller near
-			t, u := g.hot[best].state.near.Load(), g.hot[first].state.near.Load()
-			if u < t {
-				t = u
+			t := be.near
+			if fe.near < t {
+				t = fe.near
 			}
 			if bs*float64(fairUnit+t) < fs*fairUnit {
 				return best
@@ -193,9 +224,9 @@ func fairQuickScan(g *group, first int) int {
 		if ls < fs {
 			return lb
 		}
-		t, u := g.hot[lb].state.near.Load(), g.hot[first].state.near.Load()
-		if u < t {
-			t = u
+		t := le.near
+		if fe.near < t {
+			t = fe.near
 		}
 		if ls*fairUnit < fs*float64(fairUnit+t) {
 			return lb
@@ -215,24 +246,32 @@ func pickFair(f *fair, g *group, r *request) int {
 	first := -1
 	if n > 1 {
 		c := int(k % n)
-		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= g.decay/fairProbeShare {
+		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= g.probe {
 			return taken(m, c, now)
 		}
-		i, j, drawn := fairPair(f, g, r.b)
-		mi, mj := g.members[i], g.members[j]
-		oki, okj := drawn && usable(r, mi), drawn && usable(r, mj)
-		switch {
-		case oki && n <= fairScan:
+		x := r.b.rand()
+		i, j, drawn := fairPair(f, g, r.b, x)
+		mi := g.members[i]
+		oki := drawn && usable(r, mi)
+		if oki && n <= fairScan {
 			first = i
-		case oki && okj:
-			if fairBetter(mj, milliWeightNow(r, mj), mi, milliWeightNow(r, mi)) {
+		} else {
+			if drawn && g.look != nil && j == i {
+				j = r.b.members[redraw(r.b, g.look, int32(mi.index))].pos
+			}
+			mj := g.members[j]
+			okj := drawn && usable(r, mj)
+			switch {
+			case oki && okj:
+				if fairBetter(mj, milliWeightNow(r, mj), mi, milliWeightNow(r, mi)) {
+					return taken(mj, j, now)
+				}
+				return taken(mi, i, now)
+			case oki:
+				return taken(mi, i, now)
+			case okj:
 				return taken(mj, j, now)
 			}
-			return taken(mi, i, now)
-		case oki:
-			return taken(mi, i, now)
-		case okj:
-			return taken(mj, j, now)
 		}
 	}
 	// A small group, or neither candidate is eligible (or n is 1): the
@@ -289,22 +328,32 @@ func fairBest(r *request, g *group, first int) int {
 	return first
 }
 
-// fairPair draws fair's two candidates (member positions): from the
-// group's weight table when it has one, as the quick path does, so that
-// both paths make the same choices; from the alias table otherwise.
-func fairPair(f *fair, g *group, b *Balancer) (i, j int, ok bool) {
+// fairPair draws fair's two candidates (member positions) from the
+// random value x: from the group's weight table when it has one, as the
+// quick path does, so that both paths make the same choices (the second
+// may then repeat the first: lookSecond draws it again, where it is
+// needed); from the alias table otherwise.
+func fairPair(f *fair, g *group, b *Balancer, x uint64) (i, j int, ok bool) {
 	if g.look == nil {
-		return drawPair(&f.pairs, b.rand(), len(g.members))
+		return drawPair(&f.pairs, x, len(g.members))
 	}
-	bi, bj := lookPair(b, g.look)
-	return b.members[bi].pos, b.members[bj].pos, true
+	n := uint64(len(g.look))
+	return b.members[g.look[(x&0xffffffff)%n]].pos, b.members[g.look[(x>>32)%n]].pos, true
+}
+
+// lookSecond is the second of two draws from look by the random value x
+// whose first drew backend i: drawn again while it repeats i (see redraw).
+func lookSecond(b *Balancer, look []int32, x uint64, i int) int {
+	j := look[(x>>32)%uint64(len(look))]
+	if int(j) == i {
+		j = redraw(b, look, j)
+	}
+	return int(j)
 }
 
 // taken records that member m (at position pos) was picked at now.
 func taken(m *member, pos int, now int64) int {
-	if m.state.lastPick.Load() != now {
-		m.state.lastPick.Store(now)
-	}
+	m.state.lastPick.Store(now)
 	return pos
 }
 
@@ -331,16 +380,17 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	} else if lc >= lm {
 		return false
 	}
+	ce, me := c.state.est.Load().(*fairEst), m.state.est.Load().(*fairEst)
 	if lc == lm {
-		t, u := c.state.tie.Load(), m.state.tie.Load()
-		if u > t {
-			t = u
+		t := ce.tie
+		if me.tie > t {
+			t = me.tie
 		}
 		return sc*float64(t) < sm*fairUnit
 	}
-	t, u := c.state.near.Load(), m.state.near.Load()
-	if u < t {
-		t = u
+	t := ce.near
+	if me.near < t {
+		t = me.near
 	}
 	if lc < lm {
 		return sc*fairUnit < sm*float64(fairUnit+t)
@@ -354,16 +404,30 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 // unmeasured member scores 0 while idle and +Inf while its first requests
 // are out.
 func fairCost(m *member, milli int64) float64 {
-	e := math.Float64frombits(m.state.ewma.Load())
+	x := m.state.est.Load().(*fairEst)
 	in := m.state.inflight.Load()
-	if e == 0 {
+	if x.e == 0 {
 		if in > 0 {
 			return fairInf
 		}
 		return 0
 	}
-	return e * (float64(int64(m.weight)*1000) + float64(in*1000)*math.Float64frombits(m.state.wait.Load())) / float64(milli)
+	return x.e * (float64(int64(m.weight)*1000) + float64(in*1000)*x.wait) / float64(milli)
 }
+
+// fair's batches of answers (see Report).
+const (
+	// fairFoldShare: answers within DecayTime/fairFoldShare (9.8 ms by
+	// default) of the estimate's last update are batched.
+	fairFoldShare = 1024
+	// fairBatchCount answers fill a batch; fairBatchMax is the longest
+	// answer (ns) a batch takes: so the sums never overflow.
+	fairBatchCount = 128
+	fairBatchMax   = 1 << 32
+	fairCountShift = 48
+	fairSumMask    = 1<<fairCountShift - 1
+	fairSqShift    = 4
+)
 
 // Bounds of fair's estimate (see observe).
 const (
@@ -388,9 +452,12 @@ const (
 	fairFew = 4
 )
 
-// observe feeds one answer into fair's estimate of a backend: lat is its
-// latency (ns), now its clockNano, decay the decay time (ns). The estimate
-// is lat (an EWMA of latencies) times penalty (for failures), wait, and tie:
+// observe feeds one answer into fair's estimate of a backend, after the
+// answers batched since its last update (see Report), which count as that
+// many answers of their mean latency (and mean square) arriving now: lat
+// is the answer's latency (ns; -1 for none: the batch alone), now its
+// clockNano, decay the decay time (ns). The estimate is lat (an EWMA of
+// latencies) times penalty (for failures), wait, and tie:
 //   - a success pulls lat (and the EWMA of squared latencies) towards its
 //     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
 //     since the previous answer), at most fairKeep, and at most 1-1/n at
@@ -412,9 +479,10 @@ const (
 //     estimate keep a backend out), while one 10 times slower loses even
 //     on its first answer;
 //   - while v is above 1/fairFew, each success makes the probe rule due for
-//     the backend (its lastPick is set back), so its first answers, or its
-//     first after a silence, come one after the other, and the estimate an
-//     unlucky answer left does not stand for DecayTime/4;
+//     the backend (its lastPick is set back), and each answer goes in at
+//     once (no batch), so its first answers, or its first after a silence,
+//     come one after the other, and the estimate an unlucky answer left
+//     does not stand for DecayTime/4;
 //   - a failure doubles the penalty, up to fairMaxPenalty, and raises lat to
 //     its latency if that is higher: a failure never makes a backend look
 //     faster.
@@ -429,6 +497,11 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		x = 1 // a measured backend never scores as unmeasured
 	}
 	s.mu.Lock()
+	bs := s.batch.Swap(0)
+	c, sum, sq := int64(bs>>fairCountShift), float64(bs&fairSumMask), float64(s.batchSq.Swap(0))*(1<<(2*fairSqShift))
+	if !failed && lat >= 0 {
+		c, sum, sq = c+1, sum+x, sq+x*x
+	}
 	el := now - s.stamp
 	if el < 0 {
 		el = 0
@@ -444,6 +517,27 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	if p < 1 {
 		p = 1 // no failure yet
 	}
+	if c > 0 {
+		// The successes, one after the other, each of the mean latency.
+		mx, mq := sum/float64(c), sq/float64(c)
+		if mx < 1 {
+			mx, mq = 1, 1
+		}
+		for ; c > 0; c-- {
+			s.n++
+			if a := 1 / float64(s.n); 1-w < a {
+				w = 1 - a // the first answers count alike: lat is their mean
+			}
+			s.lat = s.lat*w + mx*(1-w)
+			s.sq = s.sq*w + mq*(1-w)
+			s.v = s.v*w*w + (1-w)*(1-w)
+			if w > 0.5 {
+				w = 0.5
+			}
+			p = 1 + (p-1)*w
+			w = fairKeep // the batch's answers after its first arrive at once
+		}
+	}
 	if failed {
 		if x > s.lat {
 			s.lat = x
@@ -452,18 +546,6 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		if p > fairMaxPenalty {
 			p = fairMaxPenalty
 		}
-	} else {
-		s.n++
-		if a := 1 / float64(s.n); 1-w < a {
-			w = 1 - a // the first answers count alike: lat is their mean
-		}
-		s.lat = s.lat*w + x*(1-w)
-		s.sq = s.sq*w + x*x*(1-w)
-		s.v = s.v*w*w + (1-w)*(1-w)
-		if w > 0.5 {
-			w = 0.5
-		}
-		p = 1 + (p-1)*w
 	}
 	// A request ahead has, on average, sq/(2 lat) of its service left (lat
 	// for exponential latencies, far more for mixed costs): in units of
@@ -490,25 +572,17 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 			t = fairMaxTie
 		}
 	}
-	if !failed && s.v*fairFew > 1 {
+	young := s.v*fairFew > 1
+	if young && !failed {
 		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
-	if k != s.k { // mostly 1, unchanged: the store would cost the interpreter two calls
-		s.k = k
-		s.wait.Store(math.Float64bits(k))
-	}
-	// In fixed point, tie and near mostly stay as they were: no store then
-	// (under the interpreter each costs a call).
-	if ti := int64(t*fairUnit + 0.5); ti != s.ti {
-		s.ti = ti
-		s.tie.Store(ti)
-	}
-	if ni := int64(q*fairUnit + 0.5); ni != s.ni {
-		s.ni = ni
-		s.near.Store(ni)
+	if young {
+		s.folded.Store(0) // the next answer goes in at once
+	} else {
+		s.folded.Store(now)
 	}
 	s.penalty = p
 	s.stamp = now
-	s.ewma.Store(math.Float64bits(s.lat * p))
+	s.est.Store(&fairEst{e: s.lat * p, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
 	s.mu.Unlock()
 }

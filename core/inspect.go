@@ -59,7 +59,7 @@ func (b *Balancer) Latency(i int) time.Duration {
 	if i < 0 || i >= len(b.members) {
 		return 0
 	}
-	e := math.Float64frombits(b.members[i].state.ewma.Load())
+	e := b.members[i].state.est.Load().(*fairEst).e
 	if !(e < math.MaxInt64) { // MaxInt64 rounds up to 2^63 as a float64
 		return math.MaxInt64
 	}

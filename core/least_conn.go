@@ -1,11 +1,10 @@
 package core
 
-import "math/bits"
+import "sync/atomic"
 
-// tieBits is how many members leastAlone's tie mask holds: it is returned
-// as ^mask in an int, which must stay negative (62 on 64-bit platforms, 30
-// on 32-bit ones).
-const tieBits = bits.UintSize - 2
+// tieBits is how many members least_conn's quick path marks in its tie
+// mask; a tie in a larger group takes the full pick.
+const tieBits = 64
 
 func init() {
 	register(LeastConn, strategyInfo{build: buildLeastConn})
@@ -54,96 +53,77 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 	if g.quick == quickTable {
 		g.quick = quickLeast
 	}
+	// The quick path marks ties in a mask of tieBits: a larger group takes
+	// the full pick.
+	g.leastQuick = g.allUp && !g.capped && len(g.members) <= tieBits
+	g.allMask = uint64(1)<<uint(len(g.members)) - 1 // all ones at 64 members
 	return lc, nil
 }
 
-// pickLeastQuick is PickIndex's quick path for least_conn: while no request
-// is in flight, every member that is not down ties at zero, and nginx's
-// pass among them all is smooth_wrr's next step, taken as PickNext takes it.
-// With requests in flight, as under load, while every member is up, none
-// ramps and the group is quiet (each member eligible at its configured
-// weight), one member alone with the fewest per weight is nginx's choice,
-// found by leastAlone, and a tie goes to leastTied (smooth_wrr among the
-// tied). Where they have no answer the full pick runs.
+// noFailing is the count of failing backends of a group none of whose
+// members has max_fails or max_conns (see group.watch): always 0.
+var noFailing atomic.Int32
+
+// pickLeastQuick is PickIndex's quick path for least_conn: while every
+// member is up, none has max_conns, none is unsteady (ramping, or with a
+// weight lowered by failures) and the group is quiet (so each member is
+// eligible at its configured weight), one pass over the group's counts and
+// weights (in thousandths) finds the member with the fewest requests in
+// flight per weight, nginx's choice when it is the only one (scanPlain's
+// answer, without the tied members' positions); a tie goes to tiedPass,
+// with a bit per tied position (so the quick path is for groups of up to
+// tieBits members). Where they have no answer the full pick runs.
+// Under the interpreter every call and every subexpression costs
+// allocations, so the scan is inline and the conditions few and flat
+// (TestLeastAloneMatchesScan, TestLeastTiedMatchesFullPick).
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
-	if len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0 { // isQuiet(g), inline
-		if b.inflight.Load() == 0 {
-			if g.sched.gate.Load() == 1 { // PickNext, inline
-				return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	gate := g.gate.Load()
+	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
+		// bc/bw starts as 1/0, above any load: the first member takes it.
+		milli := g.milli
+		best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
+		for i, n := range g.counts {
+			c, w := n.Load(), milli[i]
+			if lhs, rhs := c*bw, bc*w; lhs < rhs {
+				best, bc, bw, mask = i, c, w, bit
+			} else if lhs == rhs {
+				mask |= bit
 			}
-		} else if g.allUp && g.ramps.Load() == 0 {
-			if p := leastAlone(g.hot); p >= 0 {
-				return g.members[p].index
-			} else if p < -1 {
-				if i := leastTied(b, g, uint64(^p)); i >= 0 {
-					return i
-				}
-			}
+			bit <<= 1
+		}
+		if mask&(mask-1) == 0 { // one bit: best alone
+			return g.members[best].index
+		}
+		if p := tiedPass(b, g, mask, gate); p >= 0 {
+			return p
 		}
 	}
-	// Not pickKey: with requests in flight, as under load, this is the
-	// common way, and the call would cost it more than the frame saves.
-	return pickFrom(b, request{key: key, b: b})
+	return pickKey(b, key)
 }
 
-// leastAlone is scanPlain without the tied members' positions: the position
-// of the member with the fewest requests in flight per weight when it is the
-// only one; on a tie ^mask, mask holding a bit per tied position (in groups
-// of up to tieBits members; beyond, -1). Under the interpreter it spares the full
-// pick's request, dispatch and tie buffer (a request in a real Traefik at 32
-// connections: TestLeastAloneMatchesScan, examples/traefik/README.md).
-func leastAlone(hot []hotMember) int {
-	best, tie, mask := 0, false, uint64(1)
-	bc, bw := hot[0].state.inflight.Load(), hot[0].milli
-	for i := 1; i < len(hot); i++ {
-		c, w := hot[i].state.inflight.Load(), hot[i].milli
-		if lhs, rhs := c*bw, bc*w; lhs < rhs {
-			best, bc, bw, tie, mask = i, c, w, false, uint64(1)<<uint(i)
-		} else if lhs == rhs {
-			tie, mask = true, mask|uint64(1)<<uint(i)
-		}
-	}
-	if !tie {
-		return best
-	}
-	if len(hot) > tieBits {
-		return -1
-	}
-	return ^int(mask)
-}
-
-// leastTied is least_conn's quick path for a tie under load (about a fifth
-// of the picks in a real Traefik at 32 connections), under leastAlone's
-// conditions (every member up and eligible at its configured weight, no
-// caller's filter), for the members in mask as leastAlone found them tied:
-// nginx's smooth pass among the tied, as exactLeast makes it, in one
+// tiedPass is least_conn's quick path for a tie under load (about half of
+// the picks in a real Traefik at 32 connections), for the members in mask
+// as the scan found them tied, gate the schedule's gate as read before the
+// scan: nginx's smooth pass among the tied, as exactLeast makes it, in one
 // function over the flat arrays, where the full pick costs the interpreter
 // a request, its dispatch, a 64-entry buffer, a second scan and some ten
 // calls. When every member ties it is smooth_wrr's pass over them all: the
-// table's next entry while the schedule follows it. A pass among some of
-// them, with every member steady, is exactPass's: leaving the table if the
-// schedule follows one, smoothPass and follow's part for it, inline. It
-// returns the backend index, or -1 where the full pick must answer (a
-// member unsteady, at a tie among some). TestLeastTiedMatchesFullPick holds it to the full pick.
-func leastTied(b *Balancer, g *group, mask uint64) int {
-	if mask == uint64(1)<<uint(len(g.hot))-1 { // every member
-		if g.sched.gate.Load() == 1 { // PickNext, inline
-			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
-		}
-		return tiedAll(b, g)
+// table's next entry while the schedule follows it, smooth_wrr's own pick
+// while it follows an orbit it learnt. Otherwise it is exactPass's, inline:
+// leaving the table first if the schedule follows one, smoothPass, and
+// follow's part. It returns the backend index, or -1 where the full pick
+// must answer (a member unsteady at the pass, or, at a tie among every
+// member, the schedule back on a table meanwhile).
+func tiedPass(b *Balancer, g *group, mask uint64, gate int64) int {
+	all := mask == g.allMask
+	if all && gate != 0 {
+		return tiedAll(b, g, gate)
 	}
-	return tiedSome(g, mask)
-}
-
-// tiedSome is leastTied's pass among some members, in a function of its
-// own: under the interpreter a call allocates room for every value of its
-// function, and a tie among all needs none of these.
-func tiedSome(g *group, mask uint64) int {
 	sm := g.smooth
 	sm.mu.Lock()
-	if gate := g.sched.gate.Load(); gate != 0 {
-		if gate>>modeBits != 0 { // a member unsteady: exactPass adjusts its weight
+	if gate = g.gate.Load(); gate != 0 {
+		if gate>>modeBits != 0 || all { // a member unsteady (exactPass adjusts its weight), or the schedule is back on a table
 			sm.mu.Unlock()
 			return -1
 		}
@@ -164,8 +144,10 @@ func tiedSome(g *group, mask uint64) int {
 	}
 	cur[best] -= total
 	sm.clean, sm.set, sm.partTotal = true, set, total
-	if g.ties.table != nil { // follow's part for a pass among some (beyond the bound there is no table)
-		if cur[best] == 0 && allZero(cur) {
+	if g.ties.table != nil { // follow's part (beyond the bound there is no table)
+		if all {
+			tiedFollow(b, g, best)
+		} else if cur[best] == 0 && allZero(cur) {
 			g.ties.resume()
 		} else {
 			g.ties.rec = 0
@@ -175,15 +157,27 @@ func tiedSome(g *group, mask uint64) int {
 	return g.members[best].index
 }
 
-// tiedAll is exactLeast's pass when every member ties, off the table: in a
-// function of its own, so that leastTied's frame has no request.
-func tiedAll(b *Balancer, g *group) int {
+// tiedFollow is follow after tiedPass's pass among every member, which
+// picked best: it may record the pass towards a learnt orbit.
+func tiedFollow(b *Balancer, g *group, best int) {
+	r := request{b: b}
+	follow(g.ties, g, &r, best, false)
+}
+
+// tiedAll is tiedPass's pass when every member ties while the schedule
+// follows a table (gate is 1, the canonical one: its next entry, as
+// PickNext takes it) or an orbit smooth_wrr learnt (its pick), in a
+// function of its own so that tiedPass's frame has neither.
+func tiedAll(b *Balancer, g *group, gate int64) int {
+	if gate == 1 {
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
 	r := request{b: b}
 	return g.members[pickSmoothWRR(g.ties, g, &r)].index
 }
 
 // pickTwoQuick is PickIndex's quick path for two choices, while the group is
-// steady and quiet: two draws in proportion to weight from look (lookPair's,
+// steady and quiet: two draws in proportion to weight from look (fairPair's,
 // inline: its two results would cost the interpreter a call's worth), and
 // the one with fewer requests in flight per weight, the first on a tie.
 func pickTwoQuick(b *Balancer, key string) int {

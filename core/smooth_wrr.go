@@ -350,6 +350,16 @@ func record(s *smoothWRR, g *group, r *request, best int) {
 	if s.rec < s.recPeriod {
 		return
 	}
+	learn(s, g)
+}
+
+// learn ends a recording of s.recPeriod passes: when nginx's state is back
+// where the recording began, its picks are the orbit, and the schedule
+// follows it. (A function of its own: under the interpreter a call pays
+// for every value of its function, and record, called on every
+// unperturbed pass, seldom comes here.) Called with g.smooth.mu held.
+func learn(s *smoothWRR, g *group) {
+	sm := g.smooth
 	s.rec = 0
 	for i, cw := range sm.current {
 		if cw != s.recBase[i] {

@@ -46,30 +46,28 @@ type backendState struct {
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's estimate (see observe): ewma, wait, tie and near are what
-	// picks read: ewma the latency estimate lat times the failure penalty
-	// in ns (0 = unmeasured), wait the cost of a request in flight ahead of
-	// a new one, in units of lat (1 to fairMaxWait) (both float64 bits);
-	// tie and near the factor and the fraction by which scores must differ
-	// to count as different (in 1/fairUnit; 0 = unmeasured). lat, sq (the
-	// EWMA of squared latencies), v (the sum of the squared weights of the
-	// answers in lat), ti and ni, n (successes seen), penalty, k (wait as last stored) and stamp
-	// (the clockNano of the last sample) change under mu. lastPick is the
-	// clockNano of the last fair pick.
-	ewma     atomic.Uint64
-	wait     atomic.Uint64
-	tie      atomic.Int64
-	near     atomic.Int64
+	// fair's estimate (see observe): est is what picks read, a *fairEst
+	// replaced whole. lat, sq (the EWMA of squared latencies), v (the sum
+	// of the squared weights of the answers in lat), n (successes seen),
+	// penalty and stamp (the clockNano of the last update) change under
+	// mu. lastPick is the clockNano of the last fair pick.
+	est      atomic.Value
 	mu       sync.Mutex
 	lat      float64
 	sq       float64
 	v        float64
-	ti, ni   int64 // tie and near as last stored
 	n        int64
 	penalty  float64
-	k        float64 // wait as last stored
 	stamp    int64
 	lastPick atomic.Int64
+	// batch and batchSq hold the successes Report has batched since the
+	// estimate's last update: their count (above fairCountShift) and sum
+	// of latencies in ns, and the sum of their squares in units of
+	// (2^fairSqShift ns)^2. folded is the clockNano of that update, 0
+	// while the estimate is young (every answer then goes in at once).
+	batch   atomic.Uint64
+	batchSq atomic.Uint64
+	folded  atomic.Int64
 	// counts are the failing counts this backend's failures go to (under
 	// mu; see failing.go).
 	counts []*failRef
@@ -78,6 +76,13 @@ type backendState struct {
 	// (a *member), so that a slow start begun through an older balancer
 	// still reaches the group that picks now.
 	owner atomic.Value
+}
+
+// newBackendState returns the state of an address no balancer has had.
+func newBackendState() *backendState {
+	s := &backendState{}
+	s.est.Store(unmeasured)
+	return s
 }
 
 // newMember fills in m, an element of the balancer's slab of members, for
@@ -110,7 +115,7 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 			return m
 		}
 	}
-	m.state = &backendState{}
+	m.state = newBackendState()
 	if prev != nil && m.slowStart > 0 {
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).
@@ -160,28 +165,73 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
-	m := b.members[i]
-	s := m.state
-	s.inflight.Add(-1)
+	b.members[i].state.inflight.Add(-1)
 	if b.inflight != nil {
 		b.inflight.Add(-1)
 	}
-	// The common case ends here, in one call: a success, for a backend
-	// without failures, under a strategy that keeps no latency estimate.
-	// fair's common case, a success, takes one call more: the latency goes
-	// to sample, apart from account's failure work, whose frame the
-	// interpreter would allocate for every request.
-	if m.group.decay > 0 {
-		sample(b, m, int64(latency), failed)
-	}
-	if failed || s.fails.Load() != 0 {
-		account(b, m, failed)
-	}
+	Report(b, i, latency, failed)
 }
 
-// sample feeds a request's latency into fair's estimate of m.
-func sample(b *Balancer, m *member, latency int64, failed bool) {
-	observe(m.state, latency, failed, clockNano(b.now()), m.group.decay)
+// Begin is Start for a caller that ends its requests with a deferred call
+// into compiled code, which under an interpreter costs a fraction of a
+// deferred call to Done: it records that a request to backend i has begun
+// and returns the backend's count of requests in flight. The request then
+// ends with Add(-1) on that count, after Report, which does the rest of
+// Done's work; Report may be left out when that work is none: a success
+// while Fails(i) is 0, under any strategy but fair (which times every
+// answer). Begin returns nil, and the request ends with Done, when the
+// balancer also counts the requests in flight over all its backends
+// (url_hash's bounded mode) or when i is out of range.
+func Begin(b *Balancer, i int) *atomic.Int64 {
+	if uint(i) >= uint(len(b.counts)) { // counts is nil when b.inflight is not
+		Start(b, i)
+		return nil
+	}
+	n := b.counts[i]
+	n.Add(1)
+	b.requests[i].Add(1)
+	return n
+}
+
+// Report is Done without the end of the count of requests in flight, for a
+// request begun with Begin: it accounts a failure, or a success after
+// failures, and feeds fair's estimate with latency. The common case ends
+// here, in one call: a success, for a backend without failures, under a
+// strategy that keeps no latency estimate, and under fair a success that
+// joins the backend's batch.
+//
+// fair's answers: a success that follows the estimate's last update by
+// less than the group's fold time (DecayTime/fairFoldShare) is added to
+// the backend's batch, with two atomic additions; the next answer past the
+// fold time, or the one that fills the batch, folds the batch into the
+// estimate (see observe). So at a high rate an estimate is updated about
+// a hundred times a second per backend, not once per answer, which under
+// Traefik's interpreter was most of a request's cost; at a lower rate, and
+// for a failure, a long answer or a young estimate, every answer goes in
+// at once, as before.
+func Report(b *Balancer, i int, latency time.Duration, failed bool) {
+	if uint(i) >= uint(len(b.members)) {
+		return
+	}
+	m := b.members[i]
+	if g := m.group; g.decay > 0 {
+		s, now, x := m.state, clockEpoch+int64(b.now().Sub(clockBase)), int64(latency) // clockNano, inline
+		if now == 0 {
+			now = 1
+		}
+		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
+			observe(s, x, failed, now, g.decay)
+		} else {
+			q := uint64(x) >> fairSqShift
+			s.batchSq.Add(q * q)
+			if s.batch.Add(1<<fairCountShift|uint64(x))>>fairCountShift >= fairBatchCount {
+				observe(s, -1, false, now, g.decay) // the batch is full and holds this answer: fold it
+			}
+		}
+	}
+	if failed || m.state.fails.Load() != 0 {
+		account(b, m, failed)
+	}
 }
 
 // account is the rest of Done: failures, recovery.

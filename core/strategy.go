@@ -130,6 +130,29 @@ type group struct {
 	// hot holds, contiguously, what least_conn's scan reads of each member,
 	// one pointer hop from the in-flight count instead of two.
 	hot []hotMember
+	// counts and milli are hot as flat arrays, for least_conn's quick scan:
+	// under the interpreter every selector of an expression costs the call
+	// an allocation, so a member's count is one index and one load.
+	counts []*atomic.Int64
+	milli  []int64
+	ests   []*atomic.Value // fair's estimates (*fairEst), likewise
+	picks  []*atomic.Int64 // fair's lastPick, likewise
+	// size is len(members), lookLen len(look), as the quick paths divide
+	// by them; scan is true when fair scores the group in whole.
+	size, lookLen uint64
+	scan          bool
+	// gate is &sched.gate, one selector shorter for the interpreter.
+	gate *atomic.Int64
+	// allMask has a bit for each member, up to tieBits (least_conn's tie
+	// masks).
+	allMask uint64
+	// leastQuick is true when least_conn's quick path may run whenever the
+	// group is steady and quiet: every member is up and none has max_conns.
+	leastQuick bool
+	// watch is failing when a member has max_fails or max_conns, and
+	// otherwise a count that stays 0 (noFailing): for a group that is not
+	// capped, while it reads 0 the group is quiet, in one load.
+	watch *atomic.Int32
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
 	totalWeight int64 // 64-bit: on 32-bit platforms an int sum wraps
@@ -139,12 +162,15 @@ type group struct {
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
 	smooth *smoothState
-	// ties is least_conn's smooth_wrr among tied members (leastTied), nil
+	// ties is least_conn's smooth_wrr among tied members (tiedPass), nil
 	// for the other strategies.
 	ties *smoothWRR
 	// decay is fair's latency decay time in ns; 0 when the strategy does not
 	// estimate latency, so that Done reads no clock for it.
 	decay int64
+	// fold is fair's batching time in ns (see Report), probe the time
+	// after which an unpicked member is due for its probe.
+	fold, probe int64
 	// ramps counts the members in slow start (they are also in unsteady);
 	// while it is 0, scans skip every member's ramp check.
 	ramps atomic.Int32
@@ -201,7 +227,7 @@ func (g *group) setQuick(kind int, look []int32) {
 	if g.capped || len(look) == 0 {
 		return
 	}
-	g.quick, g.look = kind, look
+	g.quick, g.look, g.lookLen = kind, look, uint64(len(look))
 }
 
 // setSchedule gives the group the table strategies' quick path over its
@@ -216,7 +242,7 @@ func (g *group) setSchedule(table []int32, cur *cursor) {
 			break
 		}
 	}
-	g.quick, g.look, g.cur = quickTable, look, cur
+	g.quick, g.look, g.lookLen, g.cur = quickTable, look, uint64(len(look)), cur
 }
 
 // lookIndices returns t with each member position replaced by the member's
@@ -267,7 +293,7 @@ const (
 	quickBounded // url_hash bounded: ketama's bucket, while under its cap
 	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
-	quickLeast   // least_conn: the canonical schedule while nothing is in flight and gate is 1; leastAlone, leastTied
+	quickLeast   // least_conn: pickLeastQuick's scan, and tiedPass at a tie (the canonical schedule when every member ties and gate is 1)
 	quickFair    // fair (while steady, no member down): its rules over two draws into look
 )
 
@@ -345,11 +371,18 @@ func (g *group) addUnsteady(d int64) { g.sched.gate.Add(d << modeBits) }
 func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error) {
 	c := &b.cfg
 	g := &group{members: members, failing: b.failing}
+	g.gate = &g.sched.gate
 	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
 	g.plain, g.allUp = true, true
 	g.hot = make([]hotMember, len(members))
+	g.counts = make([]*atomic.Int64, len(members))
+	g.milli = make([]int64, len(members))
+	g.ests = make([]*atomic.Value, len(members))
+	g.picks = make([]*atomic.Int64, len(members))
+	g.size = uint64(len(members))
 	for i, m := range members {
 		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
+		g.counts[i], g.milli[i], g.ests[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.est, &m.state.lastPick
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
@@ -363,6 +396,10 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 		if m.slowStart > 0 && m.state.ramp.Load() != 0 {
 			m.markRamp() // a new backend, or one still ramping before Update
 		}
+	}
+	g.watch = &noFailing
+	if len(g.flagged) > 0 {
+		g.watch = g.failing
 	}
 	g.smooth = newSmoothState(g)
 	s, err := info.build(g, c)

@@ -140,19 +140,6 @@ func newPairDraw(g *group) pairDraw {
 	return d
 }
 
-// lookPair draws two backend indices in proportion to weight from look (a
-// weight table, see weightedLook): the second redrawn up to pairTries times
-// while it repeats the first.
-func lookPair(b *Balancer, look []int32) (i, j int32) {
-	n := uint64(len(look))
-	x := b.rand()
-	i, j = look[(x&0xffffffff)%n], look[(x>>32)%n]
-	if i == j {
-		j = redraw(b, look, i)
-	}
-	return i, j
-}
-
 // redraw draws a second candidate from look again, up to pairTries times,
 // while it repeats the first, i. (A function of its own: the interpreter
 // allocates a frame's every slot on every call, so rare work stays out of

@@ -47,6 +47,7 @@ type Plugin struct {
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
+	counted  bool           // track with no key, which serveCounted serves (not url_hash's bounded mode, which counts over all servers and hashes)
 	checks   sync.WaitGroup // the health checkers running
 	// The transport errors the proxies' error handlers report, by response
 	// writer (see writerKey), until their ServeHTTP takes them. pending
@@ -130,6 +131,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
 		timed:    s.balancer.Strategy == core.Fair,
+		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
 	}
 	for i, t := range s.targets {
@@ -280,27 +282,35 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 	return nil
 }
 
-// ServeHTTP picks a server and proxies the request to it. The common case,
-// one successful try, is kept to a few calls: the interpreter charges
-// for each, and for each value it computes, so what is rare goes to other
-// functions.
+// ServeHTTP picks a server and proxies the request to it. The interpreter
+// allocates a call's room for every value of its function, whichever
+// branch runs, so ServeHTTP only chooses among the three common ways, each
+// a function of its own: requests the balancer counts in flight with no
+// key to hash (least_conn, fair, maxConns), the table strategies'
+// (smooth_wrr, gcd_wrr, round_robin), and the others'.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b := p.bal.Load().(*balancer)
-	key, i := "", -1
-	if p.table {
-		i = core.PickNext(b.Balancer, "") // no key: a table strategy
-	} else {
-		if p.keyKind == keyURI && r.RequestURI != "" { // requestKey's common case, inline
-			key = r.RequestURI
-		} else if p.keyKind != keyNone {
-			key = otherKey(p.s, r)
+	if p.counted {
+		if a := serveCounted(w, r, p); a != nil {
+			retry(w, a, nil)
 		}
-		i = core.PickIndex(b.Balancer, key)
+	} else if p.table {
+		serveTable(w, r, p)
+	} else {
+		serveKeyed(w, r, p)
 	}
+}
+
+// serveTable serves a request under a table strategy that the balancer
+// does not count in flight. The common case, one successful try, is kept
+// to a few calls: the interpreter charges for each, and for each value it
+// computes, so what is rare goes to other functions.
+func serveTable(w http.ResponseWriter, r *http.Request, p *Plugin) {
+	b := p.bal.Load().(*balancer)
+	i := core.PickNext(b.Balancer, "") // no key: a table strategy
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
-		serve(w, r, p, b, key, i)
+	if i < 0 || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", i)
 		return
 	}
 	// try's untracked case, inline, since the call would cost as much as
@@ -308,80 +318,91 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// with no attempt made (b.failed implies p.failures).
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() != 0 || b.failed {
+		end(w, r, p, b, "", i)
+	}
+}
+
+// serveKeyed is serveTable for the other strategies: the hash strategies,
+// whose key it reads, random and weighted_random, and a hash strategy
+// whose requests the balancer counts (bounded url_hash, maxConns), which
+// go the general way.
+func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
+	b := p.bal.Load().(*balancer)
+	key := ""
+	if p.keyKind == keyURI && r.RequestURI != "" { // requestKey's common case, inline
+		key = r.RequestURI
+	} else if p.keyKind != keyNone {
+		key = otherKey(p.s, r)
+	}
+	i := core.PickIndex(b.Balancer, key)
+	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, key, i)
+		return
+	}
+	p.proxies[i].ServeHTTP(w, r)
+	if p.pending.Load() != 0 || b.failed {
 		end(w, r, p, b, key, i)
 	}
 }
 
-// counted is try for a counted request (least_conn, bounded url_hash,
-// maxConns; fair's goes to timed) with no body to keep, the common one:
-// the request counts in flight around the proxying, and its end, deferred
-// (the reverse proxy aborts a response that breaks off midway with a
-// panic, and the request must still end), is core.Done itself, with no
-// attempt and no frame of the plugin's own. A transport error is reported
-// to the balancer before that end, as a failed request of its own (Start
-// and Done, as settle reports one), and returned for a retry once the try
-// has ended.
-func counted(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+// serveCounted serves a request the balancer counts in flight under a
+// strategy that hashes no key (least_conn, fair, the others with
+// maxConns; a hash strategy's counted requests go the general way). Its
+// common case (a server, no body to keep), one try, is here: the request
+// counts in flight around the proxying, and its end, deferred (the reverse
+// proxy aborts a response that breaks off midway with a panic, and the
+// request must still end), is the count's own Add(-1), a call into
+// compiled code, which costs the interpreter a fraction of a deferred call
+// to core.Done. A try that may have failed, or cleared failures, is
+// reported before that end (countedEnd); one that failed with a transport
+// error comes back as an attempt, which ServeHTTP retries once the try has
+// ended. fair's tries go to timed.
+func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
+	b := p.bal.Load().(*balancer)
+	i := core.PickIndex(b.Balancer, "")
+	if i < 0 || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", i)
+		return nil
+	}
 	if p.timed {
 		return timed(w, r, p, b, i)
 	}
-	core.Start(b.Balancer, i)
-	defer core.Done(b.Balancer, i, 0, false)
+	n := core.Begin(b.Balancer, i)
+	defer n.Add(-1)
 	p.proxies[i].ServeHTTP(w, r)
-	if p.pending.Load() == 0 { // failure's first test: its call costs ten times more
+	if p.pending.Load() == 0 && !b.failed { // failure's first test: its call costs ten times more
 		return nil
 	}
-	return countedFailure(w, r, p, b, i)
+	return countedEnd(w, r, p, b, i, 0)
 }
 
-// timed is counted for fair, whose Done takes the try's latency, and so,
-// failed or not, one report: the deferred end is ended's, with the try's
-// start and error in an attempt.
-func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
-	a := &attempt{p: p, b: b, req: r, i: i, start: time.Now()}
-	core.Start(b.Balancer, i)
-	defer ended(a)
+// timed is serveCounted's try for fair, whose estimate takes the try's
+// latency: the count's end is deferred as serveCounted's is, and the
+// latency goes to core.Report before it.
+func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) *attempt {
+	start := time.Now()
+	n := core.Begin(b.Balancer, i)
+	defer n.Add(-1)
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() != 0 {
-		a.err = failure(p, w) // before the deferred end reads it
-		a.bad = a.err == nil && failedStatus(p, r)
+		return countedEnd(w, r, p, b, i, time.Since(start))
 	}
-	return a.err
+	core.Report(b.Balancer, i, time.Since(start), false)
+	return nil
 }
 
-// again retries a request whose counted try, to server i, failed with err.
-// (A function of its own: the attempt would cost ServeHTTP's frame its
-// values on every request.)
-func again(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int, err error) {
-	retry(w, &attempt{p: p, b: b, req: r, key: key, i: i, err: err}, nil)
-}
-
-// countedFailure takes the transport error of counted's try, or its answer's
-// failStatus mark, if it had one, and reports it.
-func countedFailure(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) error {
+// countedEnd reports the end of a counted try (serveCounted's or timed's),
+// to server i after latency, when it may have failed (a transport error, or
+// an answer with a failStatus status) or cleared failures, and returns the
+// attempt to retry when it failed with a transport error.
+func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, latency time.Duration) *attempt {
 	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
 	a.bad = a.err == nil && failedStatus(p, r)
-	if a.err == nil && !a.bad {
+	core.Report(b.Balancer, i, latency, verdict(a))
+	if a.err == nil {
 		return nil
 	}
-	core.Start(b.Balancer, i)
-	ended(a)
-	return a.err
-}
-
-// serve proxies a request whose tries the balancer counts, the common case
-// of the counting strategies, through counted; the other cases of
-// ServeHTTP's rare way go to serveOther. (Cases other than ServeHTTP's
-// common one are functions of their own: the interpreter gives every call a
-// frame with room for all of a function's values, whichever branch runs.)
-func serve(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
-	if i >= 0 && p.track && (r.ContentLength == 0 || !p.keepBody) {
-		if err := counted(w, r, p, b, i); err != nil {
-			again(w, r, p, b, key, i, err)
-		}
-		return
-	}
-	serveOther(w, r, p, b, key, i)
+	return a
 }
 
 // serveOther answers a request with no server to go to, and proxies one
@@ -481,11 +502,17 @@ func ended(a *attempt) {
 	if a.p.timed {
 		took = time.Since(a.start)
 	}
+	core.Done(a.b.Balancer, a.i, took, verdict(a))
+}
+
+// verdict reports whether a's try counts as a failure, and records the
+// balancer's first failure (see markFailed).
+func verdict(a *attempt) bool {
 	failed := a.bad || a.err != nil && a.req.Context().Err() == nil
 	if failed && a.p.failures && !a.b.failed {
 		a.p.markFailed()
 	}
-	core.Done(a.b.Balancer, a.i, took, failed)
+	return failed
 }
 
 // serveBody proxies a request that has a body: kept in memory, up to the
