@@ -19,6 +19,15 @@ while IFS=: read -r file name; do
   rc=0
   timeout 300 go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1 || rc=$?
   grep -v '^fuzz: elapsed' "$log" || true
+  if [ "$rc" -ne 0 ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written\|panic:\|_test.go:[0-9]' "$log"; then
+    # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as
+    # a failure when a worker is mid-input as it expires (golang/go#75804,
+    # fixed in Go 1.27): no input failed and none was written. The seed
+    # corpus and anything found earlier are replayed to be sure.
+    echo "fuzz: $name: the fuzzer's deadline race (golang/go#75804), no failing input; replaying the corpus"
+    rc=0
+    go test -count=1 -run "^${name}\$" "$pkg" || rc=$?
+  fi
   if [ "$rc" -ne 0 ]; then
     echo "fuzz: $name in $pkg failed (exit $rc)" >&2
     exit 1
