@@ -497,46 +497,30 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 		x = 1 // a measured backend never scores as unmeasured
 	}
 	s.mu.Lock()
-	bs := s.batch.Swap(0)
-	c, sum, sq := int64(bs>>fairCountShift), float64(bs&fairSumMask), float64(s.batchSq.Swap(0))*(1<<(2*fairSqShift))
-	if !failed && lat >= 0 {
-		c, sum, sq = c+1, sum+x, sq+x*x
-	}
+	bs, bq := s.batch.Swap(0), s.batchSq.Swap(0)
 	el := now - s.stamp
 	if el < 0 {
 		el = 0
-	}
-	w := fairKeep // e^(-el/decay) > fairKeep when el < decay/200 (e^-0.005 = 0.99501)
-	if el >= decay/200 {
-		w = math.Exp(-float64(el) / float64(decay))
-		if w > fairKeep {
-			w = fairKeep
-		}
 	}
 	p := s.penalty
 	if p < 1 {
 		p = 1 // no failure yet
 	}
-	if c > 0 {
-		// The successes, one after the other, each of the mean latency.
-		mx, mq := sum/float64(c), sq/float64(c)
-		if mx < 1 {
-			mx, mq = 1, 1
+	if c := int64(bs >> fairCountShift); c > 0 {
+		// The batch's answers came within the fold time of the last
+		// update (Report batches none later): they count as arriving
+		// then, one after the other, each of the batch's mean latency and
+		// mean square; the time since is this answer's.
+		eb := decay / fairFoldShare
+		if el < eb {
+			eb = el
 		}
-		for ; c > 0; c-- {
-			s.n++
-			if a := 1 / float64(s.n); 1-w < a {
-				w = 1 - a // the first answers count alike: lat is their mean
-			}
-			s.lat = s.lat*w + mx*(1-w)
-			s.sq = s.sq*w + mq*(1-w)
-			s.v = s.v*w*w + (1-w)*(1-w)
-			if w > 0.5 {
-				w = 0.5
-			}
-			p = 1 + (p-1)*w
-			w = fairKeep // the batch's answers after its first arrive at once
-		}
+		el -= eb
+		mx, mq := float64(bs&fairSumMask)/float64(c), float64(bq)*(1<<(2*fairSqShift))/float64(c)
+		p = fairSuccesses(s, c, mx, mq, fairDecayWeight(eb, decay), p)
+	}
+	if !failed && lat >= 0 {
+		p = fairSuccesses(s, 1, x, x*x, fairDecayWeight(el, decay), p)
 	}
 	if failed {
 		if x > s.lat {
@@ -585,4 +569,42 @@ func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	s.stamp = now
 	s.est.Store(&fairEst{e: s.lat * p, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
 	s.mu.Unlock()
+}
+
+// fairDecayWeight is the share of the estimate an answer el ns after the
+// previous one leaves as it was: e^(-el/decay), at most fairKeep.
+func fairDecayWeight(el, decay int64) float64 {
+	if el < decay/200 {
+		return fairKeep // e^(-el/decay) > fairKeep when el < decay/200 (e^-0.005 = 0.99501)
+	}
+	w := math.Exp(-float64(el) / float64(decay))
+	if w > fairKeep {
+		w = fairKeep
+	}
+	return w
+}
+
+// fairSuccesses feeds c successes of latency x (ns) and square xx into s's
+// estimate, one after the other, the first with decay weight w and the
+// others as arriving at once (see observe), and returns the penalty p as
+// they relax it. Called with s.mu held.
+func fairSuccesses(s *backendState, c int64, x, xx, w, p float64) float64 {
+	if x < 1 {
+		x, xx = 1, 1 // a measured backend never scores as unmeasured
+	}
+	for ; c > 0; c-- {
+		s.n++
+		if a := 1 / float64(s.n); 1-w < a {
+			w = 1 - a // the first answers count alike: lat is their mean
+		}
+		s.lat = s.lat*w + x*(1-w)
+		s.sq = s.sq*w + xx*(1-w)
+		s.v = s.v*w*w + (1-w)*(1-w)
+		if w > 0.5 {
+			w = 0.5
+		}
+		p = 1 + (p-1)*w
+		w = fairKeep
+	}
+	return p
 }

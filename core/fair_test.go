@@ -693,3 +693,53 @@ func TestFairSlowUnderRealNoise(t *testing.T) {
 		}
 	}
 }
+
+// Answers that come faster than fair's fold time go in by batches (see
+// Report): at a high rate the estimate follows the per-answer one within
+// 2%, in latency and in its tie; a batch left by a burst counts as
+// arriving when it came, not when the next answer folds it, so after ten
+// minutes of silence one answer of 100 ms is the estimate (a batch taken
+// as new would keep it near the burst's 1 ms); and answers are batched
+// at all (the estimate lags by less than a fold time).
+func TestFairBatches(t *testing.T) {
+	clock := newHCClock()
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now})
+	each := newBackendState() // the same answers, one observe each
+	folds := 0
+	for k := 0; k < 4000; k++ {
+		lat := time.Duration(1+2*(k%2)) * time.Millisecond // 1 and 3 ms alike
+		b.Start(0)
+		before := b.members[0].state.stamp
+		b.Done(0, lat, false)
+		if b.members[0].state.stamp != before {
+			folds++
+		}
+		observe(each, int64(lat), false, clockNano(clock.now()), int64(DefaultDecayTime))
+		clock.add(100 * time.Microsecond)
+	}
+	s := b.members[0].state
+	b.Start(0)
+	b.Done(0, 2*time.Millisecond, false) // past the fold time only if the batch is older than it
+	clock.add(DefaultDecayTime / fairFoldShare)
+	b.Start(0)
+	b.Done(0, 2*time.Millisecond, false) // folds what is left
+	got, want := s.est.Load().(*fairEst), each.est.Load().(*fairEst)
+	if math.Abs(got.e-want.e) > 0.02*want.e || math.Abs(float64(got.tie-want.tie)) > 0.02*float64(want.tie) {
+		t.Fatalf("batched estimate %.0f ns tie %d, per answer %.0f ns tie %d", got.e, got.tie, want.e, want.tie)
+	}
+	if folds > 4000/50 || folds < 4000/200 {
+		t.Fatalf("%d folds of 4000 answers 0.1 ms apart: want about one per %v", folds, DefaultDecayTime/fairFoldShare)
+	}
+	// A burst, then silence, then one slow answer.
+	for k := 0; k < 50; k++ {
+		b.Start(1)
+		b.Done(1, time.Millisecond, false)
+		clock.add(10 * time.Microsecond)
+	}
+	clock.add(10 * time.Minute)
+	b.Start(1)
+	b.Done(1, 100*time.Millisecond, false)
+	if l := b.Latency(1); l < 95*time.Millisecond || l > 105*time.Millisecond {
+		t.Fatalf("after a burst of 1 ms answers and 10 minutes of silence, one of 100 ms: estimate %v, want about 100ms", l)
+	}
+}
