@@ -87,7 +87,9 @@ type Balancer struct {
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
 	// that was removed count until they are done). Only url_hash's bounded
-	// mode reads it, so only it has one; nil otherwise (see Begin).
+	// mode and least_conn's quick path (which, while it is 0, follows
+	// smooth_wrr's table in O(1); see keepsTotal) read it, so only they
+	// have one; nil otherwise (see InFlightTotal).
 	inflight *atomic.Int64
 	// failing counts this balancer's backends whose failure count is not 0
 	// (see failing.go); failing is fails.count. While it is 0, no backend
@@ -95,8 +97,7 @@ type Balancer struct {
 	fails   *failRef
 	failing *atomic.Int32
 	// counts and requests are the members' counts of requests in flight
-	// and started, by backend index, for Begin: one index each (nil when
-	// inflight is not, since Begin then gives way to Start and Done).
+	// and started, by backend index, for Begin: one index each.
 	counts   []*atomic.Int64
 	requests []*atomic.Int64
 }
@@ -135,7 +136,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	}
 	b.fails = new(failRef)
 	b.failing = &b.fails.count
-	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded {
+	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn && keepsTotal(cfg, prev) {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
 		} else {
@@ -195,16 +196,29 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		}
 	}
 	// Only a balancer that is returned takes a place in the states' lists.
-	if b.inflight == nil {
-		b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
-	}
+	b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
 	for i, m := range b.members {
 		attachFails(m.state, b.fails)
-		if b.counts != nil {
-			b.counts[i], b.requests[i] = &m.state.inflight, &m.state.requests
-		}
+		b.counts[i], b.requests[i] = &m.state.inflight, &m.state.requests
 	}
 	return b, nil
+}
+
+// leastTotalMin is the fewest backends for which least_conn keeps a count
+// of requests in flight over all of them. Below it, an idle pick scans
+// (compiled, 12 to 17 ns, against 6 ns for the count's O(1) look), and a
+// request is two atomic operations cheaper, which under Traefik's
+// interpreter is worth a few points of throughput.
+const leastTotalMin = 9
+
+// keepsTotal reports whether a least_conn balancer built from cfg keeps
+// the count over all backends: decided at New, by size, and kept by every
+// Update (a count begun later would miss the requests already in flight).
+func keepsTotal(cfg Config, prev *Balancer) bool {
+	if prev != nil {
+		return prev.inflight != nil
+	}
+	return len(cfg.Backends) >= leastTotalMin
 }
 
 // checkBackend validates backend i. The field name ("backends[i]") is

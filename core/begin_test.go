@@ -7,8 +7,9 @@ import (
 
 // Begin, Report and the count's Add(-1) leave a balancer as Start and Done
 // do: requests in flight and started, nginx's failures and the failing
-// count, and fair's estimate, for each strategy and kind of end; and Begin
-// gives way to Start (nil) where the balancer counts over all backends.
+// count, and fair's estimate, for each strategy and kind of end; where the
+// balancer counts over all backends, Begin adds to that total and the end
+// takes it off.
 func TestBeginReportMatchStartDone(t *testing.T) {
 	ends := []struct {
 		name    string
@@ -40,6 +41,9 @@ func TestBeginReportMatchStartDone(t *testing.T) {
 					plain.Done(i, e.latency, e.failed)
 					Report(viaBegin, i, e.latency, e.failed)
 					n.Add(-1)
+					if total := InFlightTotal(viaBegin); total != nil {
+						total.Add(-1)
+					}
 					clock.add(time.Duration(k+1) * 7 * time.Millisecond)
 				}
 				for i := 0; i < 2; i++ {
@@ -68,12 +72,49 @@ func TestBeginReportMatchStartDone(t *testing.T) {
 			}
 		})
 	}
-	bounded := mustNew(t, Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1)})
-	if n := Begin(bounded, 0); n != nil || bounded.InFlight(0) != 1 {
-		t.Fatalf("bounded: Begin %v, in flight %d; want nil after a Start", n, bounded.InFlight(0))
+	// The strategies that count over all backends: Begin adds to the
+	// total too, and the request ends on both counts.
+	for _, cfg := range []Config{
+		{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1)},
+		{Strategy: LeastConn, Backends: hcBackends(1, 1, 1, 1, 1, 1, 1, 1, 1)},
+	} {
+		b := mustNew(t, cfg)
+		total := InFlightTotal(b)
+		if total == nil {
+			t.Fatalf("%s %s: no total", cfg.Strategy, cfg.HashMode)
+		}
+		n := Begin(b, 1)
+		if n == nil || b.InFlight(1) != 1 || total.Load() != 1 || b.Requests(1) != 1 {
+			t.Fatalf("%s %s: after Begin: in flight %d, total %d, requests %d", cfg.Strategy, cfg.HashMode, b.InFlight(1), total.Load(), b.Requests(1))
+		}
+		n.Add(-1)
+		total.Add(-1)
+		if b.InFlight(1) != 0 || total.Load() != 0 {
+			t.Fatalf("%s %s: after the end: in flight %d, total %d", cfg.Strategy, cfg.HashMode, b.InFlight(1), total.Load())
+		}
 	}
-	if n := Begin(bounded, 5); n != nil {
+	for _, cfg := range []Config{{Strategy: Fair, Backends: hcBackends(1, 1)}, {Strategy: LeastConn, Backends: hcBackends(1, 1)}} {
+		if total := InFlightTotal(mustNew(t, cfg)); total != nil {
+			t.Fatalf("%s over %d backends has a total", cfg.Strategy, len(cfg.Backends))
+		}
+	}
+	// least_conn decides at New and keeps the decision through Update,
+	// either way: a count begun later would miss the requests in flight.
+	small, large := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1)}), mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1, 1, 1, 1, 1, 1, 1, 1)})
+	grown, err := small.Update(hcBackends(1, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shrunk, err := large.Update(hcBackends(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if InFlightTotal(grown) != nil || InFlightTotal(shrunk) != InFlightTotal(large) {
+		t.Fatal("Update changed whether least_conn counts over all backends")
+	}
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: hcBackends(1, 1)})
+	if n := Begin(b, 5); n != nil || Begin(b, -1) != nil {
 		t.Fatal("Begin out of range: not nil")
 	}
-	Report(bounded, -1, 0, true) // out of range: nothing, no panic
+	Report(b, -1, 0, true) // out of range: nothing, no panic
 }

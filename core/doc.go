@@ -14,7 +14,8 @@
 // request with a deferred call (under Traefik's interpreter a deferred call
 // into compiled code costs a fraction of one into interpreted code) begins
 // it with [Begin], reports its outcome with [Report] and ends it with
-// Add(-1) on the count Begin returned. Per-backend runtime state
+// Add(-1) on the count Begin returned and on [InFlightTotal]'s, if any.
+// Per-backend runtime state
 // is keyed by address, so a balancer rebuilt with [Balancer.Update] keeps the
 // counters and failure state of the addresses that remain.
 //

@@ -133,7 +133,8 @@ func ExampleBalancer_Update() {
 
 // A caller that ends its requests itself, as the Traefik plugin does:
 // Begin counts the request in flight and returns the count, whose Add(-1),
-// deferred, ends it even if the proxying panics; Report, before that end,
+// deferred (with the total's, where the strategy keeps one), ends it even
+// if the proxying panics; Report, before that end,
 // gives fair its latency (and any strategy a failure, or a success after
 // failures). Under least_conn the next pick goes to the other backend while
 // the first request is in flight.
@@ -149,7 +150,10 @@ func ExampleBegin() {
 	serve := func(then func()) {
 		i := core.PickIndex(b, "")
 		n := core.Begin(b, i)
-		defer n.Add(-1)
+		if total := core.InFlightTotal(b); total != nil { // least_conn counts over all backends too
+			defer total.Add(-1)
+		}
+		defer n.Add(-1) // runs first
 		fmt.Println("to", i, "in flight", b.InFlight(i))
 		if then != nil {
 			then()

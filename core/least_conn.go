@@ -64,8 +64,10 @@ func buildLeastConn(g *group, c *Config) (strategy, error) {
 // members has max_fails or max_conns (see group.watch): always 0.
 var noFailing atomic.Int32
 
-// pickLeastQuick is PickIndex's quick path for least_conn: while every
-// member is up, none has max_conns, none is unsteady (ramping, or with a
+// pickLeastQuick is PickIndex's quick path for least_conn: while nothing is
+// in flight (for a balancer that counts over all backends, see keepsTotal),
+// the schedule's next entry (every member that is not down ties, as in
+// PickNext); while every member is up, none has max_conns, none is unsteady (ramping, or with a
 // weight lowered by failures) and the group is quiet (so each member is
 // eligible at its configured weight), one pass over the group's counts and
 // weights (in thousandths) finds the member with the fewest requests in
@@ -79,6 +81,11 @@ var noFailing atomic.Int32
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
 	gate := g.gate.Load()
+	if gate == 1 && b.inflight != nil && b.inflight.Load() == 0 && (len(g.flagged) == 0 || !g.capped && g.watch.Load() == 0) { // PickNext, inline
+		// Nothing in flight: every member that is not down ties, and
+		// nginx's pass among them all is smooth_wrr's next step.
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
 	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
 		// bc/bw starts as 1/0, above any load: the first member takes it.
 		milli := g.milli

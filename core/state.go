@@ -138,12 +138,12 @@ func Start(b *Balancer, i int) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
+	if b.inflight != nil {
+		b.inflight.Add(1) // first: the total never reads below the members' counts
+	}
 	s := b.members[i].state
 	s.inflight.Add(1)
 	s.requests.Add(1)
-	if b.inflight != nil {
-		b.inflight.Add(1)
-	}
 }
 
 // Done records that a request to backend i has ended after latency; failed
@@ -172,26 +172,33 @@ func Done(b *Balancer, i int, latency time.Duration, failed bool) {
 	Report(b, i, latency, failed)
 }
 
-// Begin is Start for a caller that ends its requests with a deferred call
-// into compiled code, which under an interpreter costs a fraction of a
+// Begin is Start for a caller that ends its requests with deferred calls
+// into compiled code, which under an interpreter cost a fraction of a
 // deferred call to Done: it records that a request to backend i has begun
 // and returns the backend's count of requests in flight. The request then
-// ends with Add(-1) on that count, after Report, which does the rest of
-// Done's work; Report may be left out when that work is none: a success
-// while Fails(i) is 0, under any strategy but fair (which times every
-// answer). Begin returns nil, and the request ends with Done, when the
-// balancer also counts the requests in flight over all its backends
-// (url_hash's bounded mode) or when i is out of range.
+// ends with Add(-1) on that count and then on InFlightTotal(b), if not
+// nil, after Report, which does the rest of Done's work; Report may be left
+// out when that work is none: a success while Fails(i) is 0, under any
+// strategy but fair (which times every answer). Begin returns nil, and
+// records nothing, when i is out of range.
 func Begin(b *Balancer, i int) *atomic.Int64 {
-	if uint(i) >= uint(len(b.counts)) { // counts is nil when b.inflight is not
-		Start(b, i)
+	if uint(i) >= uint(len(b.counts)) {
 		return nil
+	}
+	if b.inflight != nil {
+		b.inflight.Add(1) // first: the total never reads below the members' counts
 	}
 	n := b.counts[i]
 	n.Add(1)
 	b.requests[i].Add(1)
 	return n
 }
+
+// InFlightTotal returns the count of requests in flight over all backends
+// that url_hash's bounded mode and least_conn (from nine backends at New)
+// keep, or nil: a request begun with Begin ends with Add(-1) on it, after
+// Add(-1) on its backend's count.
+func InFlightTotal(b *Balancer) *atomic.Int64 { return b.inflight }
 
 // Report is Done without the end of the count of requests in flight, for a
 // request begun with Begin: it accounts a failure, or a success after

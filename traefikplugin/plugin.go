@@ -65,6 +65,7 @@ type Plugin struct {
 // call.
 type balancer struct {
 	*core.Balancer
+	total *atomic.Int64     // core.InFlightTotal: least_conn's count over all servers, or nil
 	fails func(i int) int64 // bound: settle's rare look costs less so
 	// failed is true once a failure has gone to Done. Until then no server
 	// can have failures (the balancer is this middleware's own), so a
@@ -74,7 +75,7 @@ type balancer struct {
 }
 
 func bind(b *core.Balancer, failed bool) *balancer {
-	return &balancer{Balancer: b, fails: b.Fails, failed: failed}
+	return &balancer{Balancer: b, total: core.InFlightTotal(b), fails: b.Fails, failed: failed}
 }
 
 // markFailed records that a failure has gone to Done.
@@ -351,10 +352,11 @@ func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
 // common case (a server, no body to keep), one try, is here: the request
 // counts in flight around the proxying, and its end, deferred (the reverse
 // proxy aborts a response that breaks off midway with a panic, and the
-// request must still end), is the count's own Add(-1), a call into
-// compiled code, which costs the interpreter a fraction of a deferred call
-// to core.Done. A try that may have failed, or cleared failures, is
-// reported before that end (countedEnd); one that failed with a transport
+// request must still end), is Add(-1) on the server's count (and on
+// least_conn's total), calls into compiled code, which cost the
+// interpreter a fraction of a deferred call to core.Done. A try that may
+// have failed, or cleared failures, is reported before that end
+// (countedEnd); one that failed with a transport
 // error comes back as an attempt, which ServeHTTP retries once the try has
 // ended. fair's tries go to timed.
 func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
@@ -368,7 +370,10 @@ func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
 		return timed(w, r, p, b, i)
 	}
 	n := core.Begin(b.Balancer, i)
-	defer n.Add(-1)
+	if b.total != nil {
+		defer b.total.Add(-1)
+	}
+	defer n.Add(-1) // the server's count first: the total never reads below the counts
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() == 0 && !b.failed { // failure's first test: its call costs ten times more
 		return nil
