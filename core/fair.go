@@ -256,8 +256,8 @@ func pickFair(f *fair, g *group, r *request) int {
 		if oki && n <= fairScan {
 			first = i
 		} else {
-			if drawn && g.look != nil && j == i {
-				j = r.b.members[redraw(r.b, g.look, int32(mi.index))].pos
+			if drawn && g.look != nil {
+				j = r.b.members[lookSecond(r.b, g.look, x, mi.index)].pos // the second draw, the quick path's
 			}
 			mj := g.members[j]
 			okj := drawn && usable(r, mj)

@@ -75,7 +75,7 @@ func TestLeastTiedMatchesFullPick(t *testing.T) {
 				continue
 			}
 			g := quick.primary
-			if _, ties := scanPlain(g.hot, make([]int, n)); len(held) > 0 && ties > 1 {
+			if _, ties := scanPlain(g.counts, g.milli, make([]int, n)); len(held) > 0 && ties > 1 {
 				if ties == n {
 					allTied++
 				} else {

@@ -81,7 +81,7 @@ var noFailing atomic.Int32
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
 	gate := g.gate.Load()
-	if gate == 1 && b.inflight != nil && b.inflight.Load() == 0 && (len(g.flagged) == 0 || !g.capped && g.watch.Load() == 0) { // PickNext, inline
+	if gate == 1 && b.inflight != nil && b.inflight.Load() == 0 && !g.capped && g.watch.Load() == 0 { // PickNext, isQuiet(g), inline
 		// Nothing in flight: every member that is not down ties, and
 		// nginx's pass among them all is smooth_wrr's next step.
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
@@ -259,12 +259,12 @@ func exactLeast(lc *leastConn, g *group, r *request) int {
 func scanLeast(g *group, r *request, tied []int) (best, n int) {
 	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	if simple && !ramps {
-		return scanPlain(g.hot, tied)
+		return scanPlain(g.counts, g.milli, tied)
 	}
 	best = -1
 	var bc, bw int64
-	for i := range g.hot {
-		c, w := g.hot[i].state.inflight.Load(), g.hot[i].milli
+	for i, count := range g.counts {
+		c, w := count.Load(), g.milli[i]
 		if !simple && !usable(r, g.members[i]) {
 			continue
 		}
@@ -287,15 +287,15 @@ func scanLeast(g *group, r *request, tied []int) (best, n int) {
 // scanPlain is scanLeast when every member is eligible at its configured
 // weight, the common case: one pass over the flat array, no call per member,
 // the tie bookkeeping only on ties.
-func scanPlain(hot []hotMember, tied []int) (best, n int) {
-	if len(hot) == 0 || len(tied) == 0 {
+func scanPlain(counts []*atomic.Int64, milli []int64, tied []int) (best, n int) {
+	if len(counts) == 0 || len(tied) == 0 {
 		return -1, 0
 	}
-	bc, bw := hot[0].state.inflight.Load(), hot[0].milli
+	bc, bw := counts[0].Load(), milli[0]
 	n = 1
 	tied[0] = 0
-	for i := 1; i < len(hot); i++ {
-		c, w := hot[i].state.inflight.Load(), hot[i].milli
+	for i := 1; i < len(counts); i++ {
+		c, w := counts[i].Load(), milli[i]
 		lhs, rhs := c*bw, bc*w
 		if lhs > rhs {
 			continue

@@ -127,12 +127,10 @@ func strategyNames() string { return strings.Join(Strategies(), ", ") }
 // group is the set of backends one strategy instance chooses among.
 type group struct {
 	members []*member
-	// hot holds, contiguously, what least_conn's scan reads of each member,
-	// one pointer hop from the in-flight count instead of two.
-	hot []hotMember
-	// counts and milli are hot as flat arrays, for least_conn's quick scan:
-	// under the interpreter every selector of an expression costs the call
-	// an allocation, so a member's count is one index and one load.
+	// counts and milli hold, by position, what least_conn's scans read of
+	// each member: its count of requests in flight and its configured
+	// weight in thousandths, one index away (under the interpreter every
+	// selector of an expression costs the call an allocation).
 	counts []*atomic.Int64
 	milli  []int64
 	ests   []*atomic.Value // fair's estimates (*fairEst), likewise
@@ -150,8 +148,8 @@ type group struct {
 	// group is steady and quiet: every member is up and none has max_conns.
 	leastQuick bool
 	// watch is failing when a member has max_fails or max_conns, and
-	// otherwise a count that stays 0 (noFailing): for a group that is not
-	// capped, while it reads 0 the group is quiet, in one load.
+	// otherwise a count that stays 0 (noFailing): a group that is not
+	// capped is quiet while it reads 0, in one load (isQuiet).
 	watch *atomic.Int32
 	// totalWeight counts every member, down ones too: nginx's hash walks use
 	// it so that marking a backend down does not remap the others.
@@ -349,13 +347,7 @@ func (s *schedule) follow(k int, o *orbit) {
 // reverse. (This and the other helpers of the pick path are functions, not
 // methods: under the interpreter a method call costs several function calls.)
 func isQuiet(g *group) bool {
-	return len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0
-}
-
-// hotMember is one member's state and configured weight in thousandths.
-type hotMember struct {
-	state *backendState
-	milli int64
+	return !g.capped && g.watch.Load() == 0
 }
 
 // isSteady reports whether every member currently weighs what it is
@@ -374,14 +366,12 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.gate = &g.sched.gate
 	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
 	g.plain, g.allUp = true, true
-	g.hot = make([]hotMember, len(members))
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
 	g.ests = make([]*atomic.Value, len(members))
 	g.picks = make([]*atomic.Int64, len(members))
 	g.size = uint64(len(members))
 	for i, m := range members {
-		g.hot[i] = hotMember{state: m.state, milli: int64(m.weight) * 1000}
 		g.counts[i], g.milli[i], g.ests[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.est, &m.state.lastPick
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
