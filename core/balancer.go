@@ -83,6 +83,7 @@ type Balancer struct {
 	primary *group
 	backup  *group // nil when there are no backup backends
 	now     func() time.Time
+	since   func(time.Time) time.Duration // now().Sub, or time.Since (see sinceOf)
 	rand    func() uint64
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
@@ -144,6 +145,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		}
 	}
 	b.cfg.Backends = append([]Backend(nil), cfg.Backends...)
+	b.since = sinceOf(b.now)
 	if b.now == nil {
 		b.now = time.Now
 	}

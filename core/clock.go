@@ -29,3 +29,22 @@ func clockNano(t time.Time) int64 {
 	}
 	return ns
 }
+
+// clockOf returns b's clock now as a clockNano reading.
+func clockOf(b *Balancer) int64 {
+	ns := clockEpoch + int64(b.since(clockBase))
+	if ns == 0 {
+		ns = 1
+	}
+	return ns
+}
+
+// sinceOf returns the distance from a time to now by the clock now:
+// time.Since for the system clock, which under Traefik's interpreter is
+// one call into compiled code where now().Sub is two.
+func sinceOf(now func() time.Time) func(time.Time) time.Duration {
+	if now == nil {
+		return time.Since
+	}
+	return func(t time.Time) time.Duration { return now().Sub(t) }
+}

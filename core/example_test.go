@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -166,4 +167,32 @@ func ExampleBegin() {
 	// to 0 in flight 1
 	// to 1 in flight 1
 	// after 0 0
+}
+
+// Take is PickIndex and Begin in one call. Under fair it also gives the
+// pick's clock reading, from which ReportSince times the answer.
+func ExampleTake() {
+	b, err := core.New(core.Config{
+		Strategy: core.Fair,
+		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for k := 0; k < 2; k++ {
+		i, n, at := core.Take(b, "")
+		if i < 0 {
+			fmt.Println("no backend")
+			return
+		}
+		time.Sleep(time.Millisecond) // the request
+		core.ReportSince(b, i, at, false)
+		n.Add(-1)
+	}
+	fmt.Println(b.Requests(0)+b.Requests(1), "requests, in flight", b.InFlight(0)+b.InFlight(1))
+	fmt.Println("estimates at least 1ms:", b.Latency(0) >= time.Millisecond || b.Latency(1) >= time.Millisecond)
+	// Output:
+	// 2 requests, in flight 0
+	// estimates at least 1ms: true
 }

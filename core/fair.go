@@ -137,9 +137,16 @@ func buildFair(g *group, c *Config) (strategy, error) {
 // member positions and the flat arrays (under the interpreter every
 // selector costs an allocation).
 func pickFairQuick(b *Balancer, key string) int {
+	i, _ := fairQuickAt(b, key)
+	return i
+}
+
+// fairQuickAt is pickFairQuick, which also returns the pick's clock reading
+// for Take (0 when the pick went the full way).
+func fairQuickAt(b *Balancer, key string) (int, int64) {
 	g := b.primary
 	if g.watch.Load() == 0 && g.gate.Load() == 0 { // isQuiet(g), isSteady(g)
-		now := clockEpoch + int64(b.now().Sub(clockBase)) // clockNano, inline
+		now := clockEpoch + int64(b.since(clockBase)) // clockOf, inline
 		if now == 0 {
 			now = 1
 		}
@@ -154,9 +161,9 @@ func pickFairQuick(b *Balancer, key string) int {
 			}
 		}
 		g.picks[p].Store(now) // taken, inline
-		return g.members[p].index
+		return g.members[p].index, now
 	}
-	return pickKey(b, key)
+	return pickKey(b, key), clockOf(b) // the full pick's reading stays in its request
 }
 
 // fairQuickTwo is the quick path's choice in a group too large to score in

@@ -81,10 +81,10 @@ var noFailing atomic.Int32
 func pickLeastQuick(b *Balancer, key string) int {
 	g := b.primary
 	gate := g.gate.Load()
-	if gate == 1 && b.inflight != nil && b.inflight.Load() == 0 && !g.capped && g.watch.Load() == 0 { // PickNext, isQuiet(g), inline
-		// Nothing in flight: every member that is not down ties, and
-		// nginx's pass among them all is smooth_wrr's next step.
-		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	if b.inflight != nil && gate == 1 {
+		if i := leastIdle(b, g); i >= 0 {
+			return i
+		}
 	}
 	if g.leastQuick && gate < 1<<modeBits && g.watch.Load() == 0 { // isSteady(g), isQuiet(g)
 		// bc/bw starts as 1/0, above any load: the first member takes it.
@@ -109,6 +109,21 @@ func pickLeastQuick(b *Balancer, key string) int {
 	return pickKey(b, key)
 }
 
+// leastIdle is pickLeastQuick's answer while nothing is in flight, for a
+// balancer that counts over all backends and a schedule on its canonical
+// table: every member that is not down ties, and nginx's pass among them
+// all is smooth_wrr's next step, the table's next entry (PickNext's,
+// inline). It returns -1 while something is in flight or the group is not
+// quiet. A function of its own, so that a group below nine members (which
+// keeps no count over all of them) pays nothing for it under the
+// interpreter.
+func leastIdle(b *Balancer, g *group) int {
+	if b.inflight.Load() == 0 && !g.capped && g.watch.Load() == 0 { // isQuiet(g)
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
+	return -1
+}
+
 // tiedPass is least_conn's quick path for a tie under load (about half of
 // the picks in a real Traefik at 32 connections), for the members in mask
 // as the scan found them tied, gate the schedule's gate as read before the
@@ -129,12 +144,9 @@ func tiedPass(b *Balancer, g *group, mask uint64, gate int64) int {
 	}
 	sm := g.smooth
 	sm.mu.Lock()
-	if gate = g.gate.Load(); gate != 0 {
-		if gate>>modeBits != 0 || all { // a member unsteady (exactPass adjusts its weight), or the schedule is back on a table
-			sm.mu.Unlock()
-			return -1
-		}
-		leaveTable(g.ties, g, gate&modeMask) // exactPass's first step
+	if gate = g.gate.Load(); gate != 0 && !tiedLeave(g, gate, all) {
+		sm.mu.Unlock()
+		return -1
 	}
 	cur, wu, tag := sm.current, sm.wunit, sm.tag
 	best, top, total, set := -1, int64(0), int64(0), uint64(0)
@@ -162,6 +174,19 @@ func tiedPass(b *Balancer, g *group, mask uint64, gate int64) int {
 	}
 	sm.mu.Unlock()
 	return g.members[best].index
+}
+
+// tiedLeave is tiedPass's first step when the schedule's gate, read under
+// the smooth lock, is not 0: exactPass's, leaving the table the schedule
+// follows, unless the full pick must answer (it reports false): a member is
+// unsteady (exactPass adjusts its weight), or every member ties and the
+// schedule is back on a table.
+func tiedLeave(g *group, gate int64, all bool) bool {
+	if gate>>modeBits != 0 || all {
+		return false
+	}
+	leaveTable(g.ties, g, gate&modeMask)
+	return true
 }
 
 // tiedFollow is follow after tiedPass's pass among every member, which

@@ -120,7 +120,7 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).
 		// newGroup counts the ramp in the group.
-		m.state.ramp.Store(clockNano(b.now()))
+		m.state.ramp.Store(clockOf(b))
 	}
 	return m
 }
@@ -194,6 +194,35 @@ func Begin(b *Balancer, i int) *atomic.Int64 {
 	return n
 }
 
+// Take picks a backend as PickIndex does and begins a request to it as
+// Begin does, in one call (under an interpreter each call costs as much
+// as a pick): it returns the backend's index, its count of requests in
+// flight, which the request's end decrements (see Begin), and, for
+// ReportSince, the pick's reading of the balancer's clock (0 under a
+// strategy that keeps no latency estimate). When no backend is eligible the
+// index is -1 and the count nil.
+func Take(b *Balancer, key string) (i int, n *atomic.Int64, at int64) {
+	switch b.primary.quick {
+	case quickLeast:
+		i = pickLeastQuick(b, key)
+	case quickFair:
+		i, at = fairQuickAt(b, key)
+	default:
+		i = PickIndex(b, key)
+	}
+	if i < 0 {
+		return -1, nil, 0
+	}
+	// Begin, inline: the interpreter charges a call for every value of it.
+	if b.inflight != nil {
+		b.inflight.Add(1)
+	}
+	n = b.counts[i]
+	n.Add(1)
+	b.requests[i].Add(1)
+	return i, n, at
+}
+
 // InFlightTotal returns the count of requests in flight over all backends
 // that url_hash's bounded mode and least_conn (from nine backends at New)
 // keep, or nil: a request begun with Begin ends with Add(-1) on it, after
@@ -217,15 +246,29 @@ func InFlightTotal(b *Balancer) *atomic.Int64 { return b.inflight }
 // for a failure, a long answer or a young estimate, every answer goes in
 // at once, as before.
 func Report(b *Balancer, i int, latency time.Duration, failed bool) {
+	var at int64
+	if uint(i) < uint(len(b.members)) && b.members[i].group.decay > 0 {
+		at = clockOf(b) - int64(latency)
+	}
+	ReportSince(b, i, at, failed)
+}
+
+// ReportSince is Report for a request begun with Take at the clock
+// reading at: its latency is the time since. Only under fair does it read
+// the clock; under the other strategies at is 0 and unused. (Report reads
+// the clock once more than it would on its own, so that the interpreter
+// runs one function here, not two.)
+func ReportSince(b *Balancer, i int, at int64, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
 	m := b.members[i]
 	if g := m.group; g.decay > 0 {
-		s, now, x := m.state, clockEpoch+int64(b.now().Sub(clockBase)), int64(latency) // clockNano, inline
+		s, now := m.state, clockEpoch+int64(b.since(clockBase)) // clockOf, inline
 		if now == 0 {
 			now = 1
 		}
+		x := now - at
 		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
 			observe(s, x, failed, now, g.decay)
 		} else {
@@ -253,7 +296,7 @@ func account(b *Balancer, m *member, failed bool) {
 	}
 	if failed {
 		if now == 0 {
-			now = clockNano(b.now())
+			now = clockOf(b)
 		}
 		addFail(s)
 		s.accessed.Store(now)
@@ -269,7 +312,7 @@ func account(b *Balancer, m *member, failed bool) {
 	if f != 0 && s.accessed.Load() < s.checked.Load() && clearFails(s, f) {
 		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
 			if now == 0 {
-				now = clockNano(b.now())
+				now = clockOf(b)
 			}
 			m.startRamp(now)
 		}

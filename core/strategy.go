@@ -471,7 +471,7 @@ type request struct {
 // now returns the pick's time (a clockNano reading), reading the clock once.
 func (r *request) now() int64 {
 	if r.nowNs == 0 {
-		r.nowNs = clockNano(r.b.now())
+		r.nowNs = clockOf(r.b)
 	}
 	return r.nowNs
 }

@@ -349,61 +349,49 @@ func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
 // serveCounted serves a request the balancer counts in flight under a
 // strategy that hashes no key (least_conn, fair, the others with
 // maxConns; a hash strategy's counted requests go the general way). Its
-// common case (a server, no body to keep), one try, is here: the request
-// counts in flight around the proxying, and its end, deferred (the reverse
-// proxy aborts a response that breaks off midway with a panic, and the
-// request must still end), is Add(-1) on the server's count (and on
-// least_conn's total), calls into compiled code, which cost the
-// interpreter a fraction of a deferred call to core.Done. A try that may
-// have failed, or cleared failures, is reported before that end
-// (countedEnd); one that failed with a transport
-// error comes back as an attempt, which ServeHTTP retries once the try has
-// ended. fair's tries go to timed.
+// common case (a server, no body to keep), one try, is here: core.Take
+// picks the server and counts the request in flight, and the request's
+// end, deferred (the reverse proxy aborts a response that breaks off
+// midway with a panic, and the request must still end), is Add(-1) on the
+// server's count (and on least_conn's total), calls into compiled code,
+// which cost the interpreter a fraction of a deferred call to core.Done.
+// fair's answers go to core.ReportSince, which times them from the pick; a
+// try that may have failed, or cleared failures, is reported before the
+// end (countedEnd), and one that failed with a transport error comes back
+// as an attempt, which ServeHTTP retries once the try has ended.
 func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
 	b := p.bal.Load().(*balancer)
-	i := core.PickIndex(b.Balancer, "")
-	if i < 0 || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, "", i)
+	if r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", core.PickIndex(b.Balancer, ""))
 		return nil
 	}
-	if p.timed {
-		return timed(w, r, p, b, i)
+	i, n, at := core.Take(b.Balancer, "")
+	if n == nil {
+		unavailable(w)
+		return nil
 	}
-	n := core.Begin(b.Balancer, i)
 	if b.total != nil {
 		defer b.total.Add(-1)
 	}
 	defer n.Add(-1) // the server's count first: the total never reads below the counts
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() == 0 && !b.failed { // failure's first test: its call costs ten times more
+		if p.timed {
+			core.ReportSince(b.Balancer, i, at, false)
+		}
 		return nil
 	}
-	return countedEnd(w, r, p, b, i, 0)
+	return countedEnd(w, r, p, b, i, at)
 }
 
-// timed is serveCounted's try for fair, whose estimate takes the try's
-// latency: the count's end is deferred as serveCounted's is, and the
-// latency goes to core.Report before it.
-func timed(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int) *attempt {
-	start := time.Now()
-	n := core.Begin(b.Balancer, i)
-	defer n.Add(-1)
-	p.proxies[i].ServeHTTP(w, r)
-	if p.pending.Load() != 0 {
-		return countedEnd(w, r, p, b, i, time.Since(start))
-	}
-	core.Report(b.Balancer, i, time.Since(start), false)
-	return nil
-}
-
-// countedEnd reports the end of a counted try (serveCounted's or timed's),
-// to server i after latency, when it may have failed (a transport error, or
-// an answer with a failStatus status) or cleared failures, and returns the
-// attempt to retry when it failed with a transport error.
-func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, latency time.Duration) *attempt {
+// countedEnd reports the end of a counted try, to server i, begun at the
+// balancer's clock reading at, when it may have failed (a transport error,
+// or an answer with a failStatus status) or cleared failures, and returns
+// the attempt to retry when it failed with a transport error.
+func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, at int64) *attempt {
 	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
 	a.bad = a.err == nil && failedStatus(p, r)
-	core.Report(b.Balancer, i, latency, verdict(a))
+	core.ReportSince(b.Balancer, i, at, verdict(a))
 	if a.err == nil {
 		return nil
 	}
