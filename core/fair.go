@@ -2,6 +2,8 @@ package core
 
 import (
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,6 +64,40 @@ type fairEst struct {
 // unmeasured is the estimate of a backend with no answer yet.
 var unmeasured = &fairEst{}
 
+// fairBoard holds the estimates of a group that fair scores in whole, by
+// member position, as one []*fairEst, so that the quick path reads them all
+// with one load (under the interpreter each load is a call into compiled
+// code: two saved a pick over three backends). Each fold through the group
+// (see fold) stores them anew, read from the members' states, under mu. A
+// backend's estimate changed through another balancer (one Update built
+// this one from, still ending its requests) reaches the board at the next
+// fold through this one.
+type fairBoard struct {
+	mu   sync.Mutex
+	ests atomic.Value
+}
+
+// refreshBoard stores the current estimates of g's members on its board.
+func refreshBoard(g *group) {
+	bd := g.board
+	bd.mu.Lock()
+	e := make([]*fairEst, len(g.members))
+	for i, m := range g.members {
+		e[i] = m.state.est.Load().(*fairEst)
+	}
+	bd.ests.Store(e)
+	bd.mu.Unlock()
+}
+
+// fold feeds an answer to member state s of group g into its estimate (see
+// observe) and the new estimate to g's board.
+func fold(g *group, s *backendState, lat int64, failed bool, now int64) {
+	observe(s, lat, failed, now, g.decay)
+	if g.board != nil {
+		refreshBoard(g)
+	}
+}
+
 // fair is latency-aware balancing. Each backend has an estimate of its
 // latency (see observe): an EWMA of its answers' latencies times a failure
 // penalty, and of how long a request in flight holds the next one up. A
@@ -120,6 +156,10 @@ func buildFair(g *group, c *Config) (strategy, error) {
 	g.fold = g.decay / fairFoldShare
 	g.probe = g.decay / fairProbeShare
 	g.scan = len(g.members) <= fairScan
+	if g.scan {
+		g.board = &fairBoard{}
+		refreshBoard(g)
+	}
 	g.cur = newCursor(1, 0) // a plain counter: the picks use n, never take
 	if up := upPositions(g); g.allUp && len(up) > 1 {
 		g.setQuick(quickFair, weightedLook(g, up))
@@ -184,13 +224,13 @@ func fairQuickTwo(b *Balancer, g *group, x uint64, p int) int {
 // the last comparison fairBetter's, inline: under the interpreter a call
 // per member would double the pick's cost.
 func fairQuickScan(g *group, first int) int {
-	counts, ests, milli := g.counts, g.ests, g.milli
+	counts, ests, milli := g.counts, g.board.ests.Load().([]*fairEst), g.milli
 	fin, fm := counts[first].Load(), milli[first]
 	best, bs, bin, bm, be := first, fairInf, int64(0), int64(1), unmeasured
 	lb, ls, le := first, fairInf, unmeasured // the best of those less loaded than first
 	fs, fe := 0.0, unmeasured
 	for c, n := range counts {
-		in, x, w := n.Load(), ests[c].Load().(*fairEst), milli[c]
+		in, x, w := n.Load(), ests[c], milli[c]
 		s := fairInf
 		if x.e != 0 {
 			s = x.e * (float64(w) + float64(in*1000)*x.wait) / float64(w)

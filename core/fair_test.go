@@ -89,6 +89,9 @@ func setFairEstimate(b *Balancer, i int, lat time.Duration) {
 	s.folded.Store(now)
 	s.lastPick.Store(now)
 	s.mu.Unlock()
+	if g := b.members[i].group; g.board != nil {
+		refreshBoard(g) // as a fold through b does
+	}
 }
 
 // TestFairUnmeasuredTried: a backend with no measurement is tried at once

@@ -270,12 +270,12 @@ func ReportSince(b *Balancer, i int, at int64, failed bool) {
 		}
 		x := now - at
 		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
-			observe(s, x, failed, now, g.decay)
+			fold(g, s, x, failed, now)
 		} else {
 			q := uint64(x) >> fairSqShift
 			s.batchSq.Add(q * q)
 			if s.batch.Add(1<<fairCountShift|uint64(x))>>fairCountShift >= fairBatchCount {
-				observe(s, -1, false, now, g.decay) // the batch is full and holds this answer: fold it
+				fold(g, s, -1, false, now) // the batch is full and holds this answer
 			}
 		}
 	}

@@ -133,8 +133,10 @@ type group struct {
 	// selector of an expression costs the call an allocation).
 	counts []*atomic.Int64
 	milli  []int64
-	ests   []*atomic.Value // fair's estimates (*fairEst), likewise
 	picks  []*atomic.Int64 // fair's lastPick, likewise
+	// board is fair's estimates of a group it scores in whole, for its
+	// quick path (see fairBoard); nil otherwise.
+	board *fairBoard
 	// size is len(members), lookLen len(look), as the quick paths divide
 	// by them; scan is true when fair scores the group in whole.
 	size, lookLen uint64
@@ -368,11 +370,10 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.plain, g.allUp = true, true
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
-	g.ests = make([]*atomic.Value, len(members))
 	g.picks = make([]*atomic.Int64, len(members))
 	g.size = uint64(len(members))
 	for i, m := range members {
-		g.counts[i], g.milli[i], g.ests[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.est, &m.state.lastPick
+		g.counts[i], g.milli[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.lastPick
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
