@@ -246,29 +246,40 @@ func InFlightTotal(b *Balancer) *atomic.Int64 { return b.inflight }
 // for a failure, a long answer or a young estimate, every answer goes in
 // at once, as before.
 func Report(b *Balancer, i int, latency time.Duration, failed bool) {
-	var at int64
-	if uint(i) < uint(len(b.members)) && b.members[i].group.decay > 0 {
-		at = clockOf(b) - int64(latency)
+	if uint(i) >= uint(len(b.members)) {
+		return
 	}
-	ReportSince(b, i, at, failed)
+	m := b.members[i]
+	var now int64
+	if m.group.decay > 0 {
+		now = clockOf(b)
+	}
+	report(b, m, now, int64(latency), failed)
 }
 
 // ReportSince is Report for a request begun with Take at the clock
 // reading at: its latency is the time since. Only under fair does it read
-// the clock; under the other strategies at is 0 and unused. (Report reads
-// the clock once more than it would on its own, so that the interpreter
-// runs one function here, not two.)
+// the clock; under the other strategies at is 0 and unused.
 func ReportSince(b *Balancer, i int, at int64, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
 	m := b.members[i]
-	if g := m.group; g.decay > 0 {
-		s, now := m.state, clockEpoch+int64(b.since(clockBase)) // clockOf, inline
+	var now int64
+	if m.group.decay > 0 {
+		now = clockEpoch + int64(b.since(clockBase)) // clockOf, inline
 		if now == 0 {
 			now = 1
 		}
-		x := now - at
+	}
+	report(b, m, now, now-at, failed)
+}
+
+// report is Report's work for an answer from member m after x ns, at now
+// (a clockOf reading, 0 when the strategy keeps no latency estimate).
+func report(b *Balancer, m *member, now, x int64, failed bool) {
+	if g := m.group; g.decay > 0 {
+		s := m.state
 		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
 			fold(g, s, x, failed, now)
 		} else {
