@@ -81,9 +81,8 @@ type Balancer struct {
 	members []*member      // one per Config.Backends entry, same order
 	byAddr  map[string]int // address -> index in members
 	primary *group
-	backup  *group // nil when there are no backup backends
-	now     func() time.Time
-	since   func(time.Time) time.Duration // now().Sub, or time.Since (see sinceOf)
+	backup  *group                        // nil when there are no backup backends
+	since   func(time.Time) time.Duration // the clock (see sinceOf, clockNano)
 	rand    func() uint64
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
@@ -132,7 +131,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	b := &Balancer{
 		cfg:    cfg,
 		byAddr: make(map[string]int, len(cfg.Backends)),
-		now:    cfg.Now,
+		since:  sinceOf(cfg.Now),
 		rand:   cfg.Rand,
 	}
 	b.fails = new(failRef)
@@ -145,10 +144,6 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		}
 	}
 	b.cfg.Backends = append([]Backend(nil), cfg.Backends...)
-	b.since = sinceOf(b.now)
-	if b.now == nil {
-		b.now = time.Now
-	}
 	if b.rand == nil {
 		// Strategies read the source from the Config they are built from.
 		b.rand = rand.Uint64

@@ -17,21 +17,12 @@ var clockBase = time.Now()
 // and the zero value of a stored reading ("not set") lies in the distant past.
 var clockEpoch = clockBase.UnixNano()
 
-// clockNano returns t as a reading of the balancer's clock in nanoseconds,
-// never 0 (0 means "not set" in the state): clockEpoch plus t's distance
-// from clockBase. For a time with a monotonic reading that distance is
-// monotonic; for one without (an injected Config.Now built from a date), it
-// is the wall distance, so the reading is t's Unix nanoseconds.
-func clockNano(t time.Time) int64 {
-	ns := clockEpoch + int64(t.Sub(clockBase))
-	if ns == 0 {
-		ns = 1
-	}
-	return ns
-}
-
-// clockOf returns b's clock now as a clockNano reading.
-func clockOf(b *Balancer) int64 {
+// clockNano returns b's clock now as a reading in nanoseconds, never 0 (0
+// means "not set" in the state): clockEpoch plus the time since clockBase
+// by b.since. For the system clock that distance is monotonic; for an
+// injected Config.Now built from a date it is the wall distance, so the
+// reading is its Unix nanoseconds.
+func clockNano(b *Balancer) int64 {
 	ns := clockEpoch + int64(b.since(clockBase))
 	if ns == 0 {
 		ns = 1
@@ -39,9 +30,9 @@ func clockOf(b *Balancer) int64 {
 	return ns
 }
 
-// sinceOf returns the distance from a time to now by the clock now:
-// time.Since for the system clock, which under Traefik's interpreter is
-// one call into compiled code where now().Sub is two.
+// sinceOf returns b.since for the clock now (Config.Now): the distance from
+// a time to now, which is time.Since for the system clock (nil), under
+// Traefik's interpreter one call into compiled code where Now().Sub is two.
 func sinceOf(now func() time.Time) func(time.Time) time.Duration {
 	if now == nil {
 		return time.Since

@@ -14,10 +14,11 @@
 // request with a deferred call (under Traefik's interpreter a deferred call
 // into compiled code costs a fraction of one into interpreted code) begins
 // it with [Begin], reports its outcome with [Report] and ends it with
-// Add(-1) on the count Begin returned and on [InFlightTotal]'s, if any.
-// Per-backend runtime state
-// is keyed by address, so a balancer rebuilt with [Balancer.Update] keeps the
-// counters and failure state of the addresses that remain.
+// Add(-1) on the count Begin returned and on [InFlightTotal]'s, if any;
+// [Take] picks and begins in one call, and [ReportSince] times the answer
+// from the clock reading Take gave. Per-backend runtime state is keyed by
+// address, so a balancer rebuilt with [Balancer.Update] keeps the counters
+// and failure state of the addresses that remain.
 //
 // The package uses the standard library only and avoids every language feature
 // that Traefik's interpreter (yaegi) lacks: no generics (so no generic atomic

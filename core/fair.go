@@ -182,11 +182,11 @@ func pickFairQuick(b *Balancer, key string) int {
 }
 
 // fairQuickAt is pickFairQuick, which also returns the pick's clock reading
-// for Take (0 when the pick went the full way).
+// for Take (where the pick went the full way, a reading taken after it).
 func fairQuickAt(b *Balancer, key string) (int, int64) {
 	g := b.primary
 	if g.watch.Load() == 0 && g.gate.Load() == 0 { // isQuiet(g), isSteady(g)
-		now := clockEpoch + int64(b.since(clockBase)) // clockOf, inline
+		now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
 		if now == 0 {
 			now = 1
 		}
@@ -203,7 +203,7 @@ func fairQuickAt(b *Balancer, key string) (int, int64) {
 		g.picks[p].Store(now) // taken, inline
 		return g.members[p].index, now
 	}
-	return pickKey(b, key), clockOf(b) // the full pick's reading stays in its request
+	return pickKey(b, key), clockNano(b) // the full pick's reading stays in its request
 }
 
 // fairQuickTwo is the quick path's choice in a group too large to score in
@@ -501,7 +501,8 @@ const (
 
 // observe feeds one answer into fair's estimate of a backend, after the
 // answers batched since its last update (see Report), which count as that
-// many answers of their mean latency (and mean square) arriving now: lat
+// many answers of their mean latency (and mean square) arriving one after
+// the other within the fold time of that update (when they came): lat
 // is the answer's latency (ns; -1 for none: the batch alone), now its
 // clockNano, decay the decay time (ns). The estimate is lat (an EWMA of
 // latencies) times penalty (for failures), wait, and tie:

@@ -83,7 +83,7 @@ func TestFairExactChoices(t *testing.T) {
 func setFairEstimate(b *Balancer, i int, lat time.Duration) {
 	s := b.members[i].state
 	s.mu.Lock()
-	x, now := float64(lat), clockNano(b.now())
+	x, now := float64(lat), clockNano(b)
 	s.lat, s.sq, s.v, s.n, s.penalty, s.stamp = x, 2*x*x, 0, 1000, 1, now
 	s.est.Store(&fairEst{e: x, wait: 1, tie: fairTie * fairUnit})
 	s.folded.Store(now)
@@ -586,7 +586,7 @@ func TestFairWaitBehindMixedCosts(t *testing.T) {
 		t.Fatalf("a's wait %v, want its mean residual latency, 10 to 20 latencies", k)
 	}
 	for _, m := range b.members { // both picked just now: no probe due
-		m.state.lastPick.Store(clockNano(clock.now()))
+		m.state.lastPick.Store(clockNano(b))
 	}
 	if i := hcPick(t, b); i != 0 {
 		t.Fatalf("both idle: picked %d, want a (%v against %v)", i, b.Latency(0), b.Latency(1))
@@ -717,7 +717,7 @@ func TestFairBatches(t *testing.T) {
 		if b.members[0].state.stamp != before {
 			folds++
 		}
-		observe(each, int64(lat), false, clockNano(clock.now()), int64(DefaultDecayTime))
+		observe(each, int64(lat), false, clockNano(b), int64(DefaultDecayTime))
 		clock.add(100 * time.Microsecond)
 	}
 	s := b.members[0].state

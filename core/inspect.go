@@ -91,5 +91,5 @@ func (b *Balancer) Recover(i int) {
 	if m.slowStart <= 0 || m.down {
 		return
 	}
-	m.startRamp(clockOf(b))
+	m.startRamp(clockNano(b))
 }

@@ -120,7 +120,7 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).
 		// newGroup counts the ramp in the group.
-		m.state.ramp.Store(clockOf(b))
+		m.state.ramp.Store(clockNano(b))
 	}
 	return m
 }
@@ -244,7 +244,7 @@ func InFlightTotal(b *Balancer) *atomic.Int64 { return b.inflight }
 // a hundred times a second per backend, not once per answer, which under
 // Traefik's interpreter was most of a request's cost; at a lower rate, and
 // for a failure, a long answer or a young estimate, every answer goes in
-// at once, as before.
+// at once.
 func Report(b *Balancer, i int, latency time.Duration, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
@@ -252,7 +252,7 @@ func Report(b *Balancer, i int, latency time.Duration, failed bool) {
 	m := b.members[i]
 	var now int64
 	if m.group.decay > 0 {
-		now = clockOf(b)
+		now = clockNano(b)
 	}
 	report(b, m, now, int64(latency), failed)
 }
@@ -267,7 +267,7 @@ func ReportSince(b *Balancer, i int, at int64, failed bool) {
 	m := b.members[i]
 	var now int64
 	if m.group.decay > 0 {
-		now = clockEpoch + int64(b.since(clockBase)) // clockOf, inline
+		now = clockEpoch + int64(b.since(clockBase)) // clockNano, inline
 		if now == 0 {
 			now = 1
 		}
@@ -276,7 +276,7 @@ func ReportSince(b *Balancer, i int, at int64, failed bool) {
 }
 
 // report is Report's work for an answer from member m after x ns, at now
-// (a clockOf reading, 0 when the strategy keeps no latency estimate).
+// (a clockNano reading, 0 when the strategy keeps no latency estimate).
 func report(b *Balancer, m *member, now, x int64, failed bool) {
 	if g := m.group; g.decay > 0 {
 		s := m.state
@@ -307,7 +307,7 @@ func account(b *Balancer, m *member, failed bool) {
 	}
 	if failed {
 		if now == 0 {
-			now = clockOf(b)
+			now = clockNano(b)
 		}
 		addFail(s)
 		s.accessed.Store(now)
@@ -323,7 +323,7 @@ func account(b *Balancer, m *member, failed bool) {
 	if f != 0 && s.accessed.Load() < s.checked.Load() && clearFails(s, f) {
 		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
 			if now == 0 {
-				now = clockOf(b)
+				now = clockNano(b)
 			}
 			m.startRamp(now)
 		}

@@ -294,7 +294,7 @@ const (
 	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
 	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
 	quickLeast   // least_conn: pickLeastQuick's scan, and tiedPass at a tie (the canonical schedule when every member ties and gate is 1)
-	quickFair    // fair (while steady, no member down): its rules over two draws into look
+	quickFair    // fair (while steady, no member down): its rules, with the first candidate drawn from look
 )
 
 // mode returns the schedule's mode (see gate).
@@ -472,7 +472,7 @@ type request struct {
 // now returns the pick's time (a clockNano reading), reading the clock once.
 func (r *request) now() int64 {
 	if r.nowNs == 0 {
-		r.nowNs = clockOf(r.b)
+		r.nowNs = clockNano(r.b)
 	}
 	return r.nowNs
 }

@@ -70,7 +70,7 @@ func TestTakeMatchesPickIndexBegin(t *testing.T) {
 					t.Fatalf("request %d: Take = %d (count %v), PickIndex %d", k, i, n, want)
 				}
 				if wantAt := int64(0); c.cfg.Strategy == Fair {
-					if wantAt = clockNano(clock.now()); at != wantAt {
+					if wantAt = clockNano(took); at != wantAt {
 						t.Fatalf("request %d: Take's clock %d, want %d", k, at, wantAt)
 					}
 				} else if at != 0 {
