@@ -36,9 +36,9 @@ func FleetDigest(mode string, count int) ([]string, error) {
 	keys := URLKeys(count)
 	out := make([]string, count)
 	for i, k := range keys {
-		j, err := b.Pick(k)
-		if err != nil {
-			return nil, err
+		j, _ := core.Pick(b, k, core.Filter{}) // url_hash: nothing to end
+		if j < 0 {
+			return nil, core.ErrNoBackend
 		}
 		out[i] = b.Backend(j).Address
 	}
@@ -127,9 +127,9 @@ func FleetBursts(strategy string, weights []int, stagger bool, seed uint64) (Bur
 			step[i] = 0
 		}
 		for _, b := range fleet {
-			i, err := b.Pick("")
-			if err != nil {
-				return st, err
+			i, _ := core.Pick(b, "", core.Filter{}) // smooth_wrr: nothing to end
+			if i < 0 {
+				return st, core.ErrNoBackend
 			}
 			step[i]++
 			total[i]++

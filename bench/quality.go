@@ -189,12 +189,14 @@ func hotLoad(s Subject, keys []string) (float64, error) {
 	z := rand.NewZipf(rand.New(rand.NewPCG(7, 7)), skewS, 1, uint64(len(keys)-1))
 	load := make([]int, SkewBackends)
 	for r := 0; r < SkewRequests; r++ {
-		i := p.PickKey(keys[z.Uint64()])
+		var i int
+		if lb, ok := p.(*lbpackPicker); ok {
+			i = lb.pickHeld(keys[z.Uint64()]) // in flight: bounded's caps see the load
+		} else {
+			i = p.PickKey(keys[z.Uint64()])
+		}
 		if i < 0 {
 			return 0, fmt.Errorf("%s: hot key not mapped", s.Name)
-		}
-		if lb, ok := p.(*lbpackPicker); ok {
-			lb.b.Start(i)
 		}
 		load[i]++
 	}

@@ -173,11 +173,19 @@ type lbpackPicker struct {
 	b *core.Balancer
 }
 
+// PickKey picks for key; the request is not sent (core.NotSent), so that
+// nothing stays in flight.
 func (p *lbpackPicker) PickKey(key string) int {
-	i, err := p.b.Pick(key)
-	if err != nil {
-		return -1
+	i, t := core.Pick(p.b, key, core.Filter{})
+	if t != 0 {
+		core.Done(p.b, i, t, core.NotSent, false)
 	}
+	return i
+}
+
+// pickHeld picks for key and leaves the request in flight, never ended.
+func (p *lbpackPicker) pickHeld(key string) int {
+	i, _ := core.Pick(p.b, key, core.Filter{})
 	return i
 }
 
@@ -197,7 +205,8 @@ func lbpackBuilder(sp lbpackSpec) func([]string, []int) (Picker, error) {
 			return nil, err
 		}
 		if sp.busy {
-			b.Start(0) // never done: every pick scans, and the others tie
+			// Never done: every pick scans, and the others tie.
+			core.Pick(b, "", core.Filter{Allow: func(i int) bool { return i == 0 }})
 		}
 		return &lbpackPicker{b: b}, nil
 	}

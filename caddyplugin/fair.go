@@ -56,7 +56,6 @@ func (*Fair) CaddyModule() caddy.ModuleInfo {
 // Provision checks the options against the reverse proxy's upstreams and
 // prepares the balancer.
 func (m *Fair) Provision(ctx caddy.Context) error {
-	m.p.track = true
 	return m.p.setup(ctx, "fair", &m.Options, core.Config{Strategy: core.Fair, DecayTime: time.Duration(m.DecayTime)})
 }
 

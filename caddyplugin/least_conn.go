@@ -52,7 +52,6 @@ func (*WeightedLeastConn) CaddyModule() caddy.ModuleInfo {
 // Provision checks the options against the reverse proxy's upstreams and
 // prepares the balancer.
 func (m *WeightedLeastConn) Provision(ctx caddy.Context) error {
-	m.p.track = true
 	return m.p.setup(ctx, "weighted_least_conn", &m.Options, core.Config{Strategy: core.LeastConn, TwoChoices: m.TwoChoices})
 }
 

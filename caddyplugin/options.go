@@ -57,11 +57,14 @@ type Options struct {
 	// proxy_next_upstream. Outside fair it needs max_fails.
 	FailStatus []int `json:"fail_status,omitempty"`
 
-	// policy is the module's name (for errors), hashed says it is a hash
-	// policy and fair that it is fair; setup sets all three.
-	policy string
-	hashed bool
-	fair   bool
+	// policy is the module's name (for errors); the rest is the strategy's
+	// core.Traits, which setup sets: hashed says it refuses slow starts (a
+	// hash policy), fair that it times answers (and so follows failures
+	// without max_fails), defaultFail its default failing statuses.
+	policy      string
+	hashed      bool
+	fair        bool
+	defaultFail string
 }
 
 // UpstreamOptions are the settings of one upstream, named by its dial address.
@@ -315,18 +318,31 @@ func (o *Options) unmarshalFailStatus(d *caddyfile.Dispenser, policy string) err
 		return d.Errf("lb_policy %s: fail_status: missing the statuses (want fail_status 5xx, or codes such as 502 503)", policy)
 	}
 	for _, arg := range args {
-		code := -1
-		if len(arg) == 3 && strings.HasSuffix(arg, "xx") && arg[0] >= '1' && arg[0] <= '5' {
-			code = int(arg[0] - '0')
-		} else if n, err := strconv.Atoi(arg); err == nil && n >= 100 && n <= 599 {
-			code = n
+		codes, ok := statusCodes(arg)
+		if !ok {
+			return d.Errf("lb_policy %s: fail_status %q: want a status from 100 to 599, a class from 1xx to 5xx, or a range such as 500-504", policy, arg)
 		}
-		if code < 0 {
-			return d.Errf("lb_policy %s: fail_status %q: want a status from 100 to 599 or a class from 1xx to 5xx", policy, arg)
-		}
-		o.FailStatus = append(o.FailStatus, code)
+		o.FailStatus = append(o.FailStatus, codes...)
 	}
 	return nil
+}
+
+// statusCodes reads one fail_status entry (core.ParseStatus) as Caddy's
+// status matchers hold it: a status as itself, a class as its first digit
+// (5 for 5xx), a range as each status in it.
+func statusCodes(arg string) ([]int, bool) {
+	lo, hi, ok := core.ParseStatus(arg)
+	switch {
+	case !ok:
+		return nil, false
+	case lo%100 == 0 && hi == lo+99:
+		return []int{lo / 100}, true
+	}
+	codes := make([]int, 0, hi-lo+1)
+	for c := lo; c <= hi; c++ {
+		codes = append(codes, c)
+	}
+	return codes, true
 }
 
 // statusName writes a fail_status entry as the Caddyfile does: 503, 5xx.
@@ -360,10 +376,12 @@ func (o *Options) checkFailStatus() error {
 }
 
 // failStatus returns the statuses that count as an upstream's failure:
-// fail_status, or fair's default, 5xx.
+// fail_status, or the strategy's default (core.Traits.FailStatus: fair's
+// is 5xx).
 func (o *Options) failStatus() []int {
-	if len(o.FailStatus) == 0 && o.fair {
-		return []int{5}
+	if len(o.FailStatus) == 0 && o.defaultFail != "" {
+		codes, _ := statusCodes(o.defaultFail)
+		return codes
 	}
 	return o.FailStatus
 }

@@ -65,9 +65,9 @@ type policy struct {
 	key func(*http.Request) string
 	// fallback, if set, takes the requests whose key is empty.
 	fallback reverseproxy.Selector
-	// track makes Select report each attempt's start and end to the
-	// balancer (fair, weighted_least_conn, url_hash's bounded mode, and any
-	// policy with max_fails or max_conns).
+	// track makes Select report each attempt's end to the balancer (the
+	// strategies whose core.Traits count or time requests, and any policy
+	// with max_fails or max_conns).
 	track bool
 	// available says whether an upstream may take a request now (Caddy's
 	// Upstream.Available: healthy and not full); healthy is the health part
@@ -191,12 +191,18 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	p.sets = make(map[string]*poolEntry)
 	p.stats = make(map[string]*upstreamStats)
 	opts.policy = name
-	opts.hashed = cfg.Strategy == core.URLHash || cfg.Strategy == core.IPHash
-	opts.fair = cfg.Strategy == core.Fair
+	traits, err := core.TraitsOf(cfg.Strategy, cfg.HashMode)
+	if err != nil {
+		return fmt.Errorf("lb_policy %s: %v", name, err)
+	}
+	opts.hashed = !traits.SlowStart
+	opts.fair = traits.Times
+	opts.defaultFail = traits.FailStatus
 	p.failStatus = opts.failStatus()
-	// max_fails counts failed tries and max_conns tries in flight: the
-	// balancer must hear of every one.
-	p.track = p.track || opts.tracks()
+	// The strategy counts or times every try; max_fails counts failed
+	// tries and max_conns tries in flight: the balancer must hear of every
+	// one.
+	p.track = traits.Counts || traits.Times || opts.tracks()
 	if err := opts.validate(); err != nil {
 		return fmt.Errorf("lb_policy %s: %v", name, err)
 	}
@@ -320,16 +326,16 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 			tried = retrying(prev)
 		}
 	}
-	i := p.choose(s, key, untried(e, tried))
+	i, t := p.choose(s, key, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
 		tried = nil
-		i = p.choose(s, key, nil)
+		i, t = p.choose(s, key, nil)
 	}
 	if i < 0 {
 		return nil
 	}
 	u := s.ups[i]
-	p.remember(vars, r, e, i, u, tried)
+	p.remember(vars, r, e, i, t, u, tried)
 	return u
 }
 
@@ -367,45 +373,43 @@ func both(f, g func(int) bool) func(int) bool {
 }
 
 // choose returns the backend index of the pick among those allow accepts
-// (nil: all), or -1 when none is available, and counts the pick. See seen
-// for what it asks Caddy when.
-func (p *policy) choose(s *snapshot, key string, allow func(int) bool) int {
+// (nil: all), or -1 when none is available, with the request's ticket (see
+// core.Pick), and counts the pick. See seen for what it asks Caddy when.
+func (p *policy) choose(s *snapshot, key string, allow func(int) bool) (int, core.Ticket) {
 	e := s.entry
 	h := &e.health
 	// The pick leaves out the upstreams seen unhealthy. With none, and no
 	// upstream tried, it has no filter at all: O(1) for the scheduled
 	// strategies.
-	var filter func(int) bool
-	var version uint64
+	var f core.Filter
 	if h.count.Load() != 0 {
 		// Look at the clock every time, so that a recovery is seen
 		// within healthRefresh.
 		p.scanIfDue(s)
-		version = h.version.Load() // before the filter's first answer
+		// The filter's answers change only with its version (read before
+		// its first answer; 0 is no version to core): smooth_wrr follows
+		// nginx's schedule over the upstreams left in O(1).
+		f.Version = h.version.Load() + 1
 		if h.count.Load() != 0 {
-			filter = s.healthy
+			f.Allow = s.healthy
 		}
 	}
-	quiet := filter == nil
-	var i int
-	var err error
-	if allow == nil {
-		// The filter's answers change only with its version: smooth_wrr
-		// follows nginx's schedule over the upstreams left in O(1).
-		i, err = e.bal.PickVersion(key, filter, version)
-	} else {
+	quiet := f.Allow == nil
+	if allow != nil {
 		// A retry's filter is its own: ask about every upstream.
-		i, err = e.bal.PickFunc(key, both(allow, filter))
+		f = core.Filter{Allow: both(allow, f.Allow)}
 	}
-	if err == nil {
+	i, t := core.Pick(e.bal, key, f)
+	if i >= 0 {
 		// Ask Caddy about the chosen upstream only.
 		u := s.ups[i]
 		if u != nil && p.available(u) {
 			if e.stats[i].picks.Add(1)%clockEvery == 0 && quiet {
 				p.scanIfDue(s)
 			}
-			return i
+			return i, t
 		}
+		core.Done(e.bal, i, t, core.NotSent, false)
 		if u == nil || !p.healthy(u) {
 			// Its health changed since the last scan; others' may have too.
 			h.mark(i)
@@ -416,15 +420,15 @@ func (p *policy) choose(s *snapshot, key string, allow func(int) bool) int {
 		// unhealthy before answering that none is available.
 		p.scan(s, p.clock(), true)
 	} else {
-		return -1
+		return -1, 0
 	}
 	// Pick again among the upstreams Caddy says are available now.
-	i, err = e.bal.PickFunc(key, both(allow, s.avail))
-	if err != nil {
-		return -1
+	i, t = core.Pick(e.bal, key, core.Filter{Allow: both(allow, s.avail)})
+	if i < 0 {
+		return -1, 0
 	}
 	e.stats[i].picks.Add(1)
-	return i
+	return i, t
 }
 
 // snapshotFor builds (or finds) the snapshot for a pool that is not the

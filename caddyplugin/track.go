@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/lbpack/lbpack/core"
 )
 
 // What a policy remembers of a request lives in the request's variables
@@ -25,8 +27,9 @@ import (
 // upstream this request has not tried, as nginx's proxy_next_upstream does.
 
 // attempt is one try of a request against one upstream. For the policies
-// that track attempts (policy.track) it also reports the try to the
-// balancer: Start at the pick, Done exactly once at its end.
+// that track attempts (policy.track), and for any try whose ticket is not
+// 0 (core.Pick), it also reports the try's end to the balancer: core.Done,
+// exactly once.
 //
 // What is measured: Caddy hands a selection policy neither the end of a try
 // nor its outcome, so a try ends at whichever comes first:
@@ -52,6 +55,7 @@ type attempt struct {
 	// The rest is set for tracking policies only (e != nil).
 	e     *poolEntry
 	i     int
+	t     core.Ticket
 	fail  []int // the policy's failStatus
 	start time.Time
 	repl  *caddy.Replacer
@@ -88,8 +92,8 @@ func retrying(prev any) []string {
 // remember records the pick of u (backend i of e) for request r, whose
 // variables are vars; tried are the request's earlier tries. A tracking
 // policy starts an attempt and arranges for its end.
-func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, u *reverseproxy.Upstream, tried []string) {
-	if !p.track {
+func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, t core.Ticket, u *reverseproxy.Upstream, tried []string) {
+	if !p.track && t == 0 {
 		if vars == nil {
 			return // no retries, or outside Caddy's HTTP server: nothing to remember
 		}
@@ -101,12 +105,11 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 		return
 	}
 	ctx := r.Context()
-	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, fail: p.failStatus, start: time.Now()}
+	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, t: t, fail: p.failStatus, start: time.Now()}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
 		a.lat0, a.had.lat = upstreamLatency(a.repl)
 		_, a.had.err = a.repl.Get(errorPlaceholder)
 	}
-	e.bal.Start(i)
 	if vars != nil {
 		vars[p.attemptVar] = a
 	}
@@ -168,14 +171,14 @@ func (a *attempt) finish(retried bool) {
 	switch {
 	case answered:
 		failed := retried || a.failingStatus()
-		a.e.bal.Done(a.i, lat, failed)
+		core.Done(a.e.bal, a.i, a.t, lat, failed)
 		if failed {
 			a.e.stats[a.i].failures.Add(1)
 		} else {
 			a.e.stats[a.i].observe(lat)
 		}
 	case retried || failedReq:
-		a.e.bal.Done(a.i, time.Since(a.start), true)
+		core.Done(a.e.bal, a.i, a.t, time.Since(a.start), true)
 		a.e.stats[a.i].failures.Add(1)
 	default:
 		// Cancelled before an answer: the upstream took at least this
@@ -184,6 +187,6 @@ func (a *attempt) finish(retried bool) {
 		if est := a.e.bal.Latency(a.i); est > d {
 			d = est
 		}
-		a.e.bal.Done(a.i, d, false)
+		core.Done(a.e.bal, a.i, a.t, d, false)
 	}
 }

@@ -99,7 +99,6 @@ func (m *URLHash) Provision(ctx caddy.Context) error {
 		m.p.fallback = mod.(reverseproxy.Selector)
 	}
 	m.p.key = placeholderKey(m.Key)
-	m.p.track = m.Mode == core.HashBounded // bounded counts requests in flight
 	if err := m.p.setup(ctx, "url_hash", &m.Options,
 		core.Config{Strategy: core.URLHash, HashMode: m.Mode, LoadFactor: m.LoadFactor}); err != nil {
 		return err

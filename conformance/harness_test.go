@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -631,32 +630,26 @@ func (n *nginx) sequence(u *upstream) ([]int, error) {
 	return seq, nil
 }
 
-// corePicks replays u's requests on a fresh balancer, with Start and Done
-// around each as a proxy would call them. A request core cannot serve is -1.
+// corePicks replays u's requests on a fresh balancer as a proxy would: each
+// is picked, and ended with core.Done when nginx's was answered (at once,
+// or when a held request is released). A request core cannot serve is -1.
 func corePicks(u *upstream, addrs []string) ([]int, error) {
 	b, err := core.New(u.config(addrs))
 	if err != nil {
 		return nil, err
 	}
 	seq := make([]int, len(u.keys))
+	tickets := make([]core.Ticket, len(u.keys))
 	for i, key := range u.keys {
 		for _, j := range u.releases[i] {
 			if seq[j] >= 0 {
-				b.Done(seq[j], 0, false)
+				core.Done(b, seq[j], tickets[j], 0, false)
 			}
 		}
-		pos, err := b.Pick(key)
-		if errors.Is(err, core.ErrNoBackend) {
-			pos = -1
-		} else if err != nil {
-			return nil, fmt.Errorf("request %d: %v", i, err)
-		}
-		seq[i] = pos
-		if pos >= 0 {
-			b.Start(pos)
-			if !u.held(i) {
-				b.Done(pos, 0, false)
-			}
+		pos, t := core.Pick(b, key, core.Filter{})
+		seq[i], tickets[i] = pos, t
+		if pos >= 0 && !u.held(i) {
+			core.Done(b, pos, t, 0, false)
 		}
 	}
 	return seq, nil

@@ -8,31 +8,6 @@ import (
 	"time"
 )
 
-// ErrNoBackend is returned by a pick when no backend is available: every one
-// is down, full, failed, or refused by the caller.
-var ErrNoBackend = errors.New("lbpack: no backend available")
-
-// Strategy names accepted in Config.Strategy.
-const (
-	RoundRobin     = "round_robin"
-	Random         = "random"
-	WeightedRandom = "weighted_random"
-	SmoothWRR      = "smooth_wrr"
-	GCDWRR         = "gcd_wrr"
-	LeastConn      = "least_conn"
-	IPHash         = "ip_hash"
-	URLHash        = "url_hash"
-	Fair           = "fair"
-)
-
-// Hash modes accepted in Config.HashMode (url_hash only).
-const (
-	HashKetama  = "ketama"
-	HashModulo  = "modulo"
-	HashMaglev  = "maglev"
-	HashBounded = "bounded"
-)
-
 // Config describes a balancer: its strategy, the strategy's options and the
 // backends. Options that do not apply to the strategy must be left zero.
 type Config struct {
@@ -87,9 +62,9 @@ type Balancer struct {
 	// inflight counts the requests in flight over all backends, shared by
 	// every balancer Update derives from one New (requests to an address
 	// that was removed count until they are done). Only url_hash's bounded
-	// mode and least_conn's quick path (which, while it is 0, follows
+	// mode and least_conn's steady read (which, while it is 0, follows
 	// smooth_wrr's table in O(1); see keepsTotal) read it, so only they
-	// have one; nil otherwise (see InFlightTotal).
+	// have one; nil otherwise.
 	inflight *atomic.Int64
 	// failing counts this balancer's backends whose failure count is not 0
 	// (see failing.go); failing is fails.count. While it is 0, no backend
@@ -97,9 +72,13 @@ type Balancer struct {
 	fails   *failRef
 	failing *atomic.Int32
 	// counts and requests are the members' counts of requests in flight
-	// and started, by backend index, for Begin: one index each.
+	// and started, by backend index: one index each.
 	counts   []*atomic.Int64
 	requests []*atomic.Int64
+	// counted says that a pick counts its request in flight (the
+	// strategy's Traits.Counts, or a backend with max_conns), timed that
+	// the strategy times answers (Traits.Times): see Pick and Done.
+	counted, timed bool
 }
 
 // New validates cfg and builds a balancer. Errors name the field and value.
@@ -134,9 +113,15 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 		since:  sinceOf(cfg.Now),
 		rand:   cfg.Rand,
 	}
+	traits := info.traits(&cfg)
+	b.timed = traits.Times
+	b.counted = traits.Counts
+	for _, be := range cfg.Backends {
+		b.counted = b.counted || be.MaxConns > 0
+	}
 	b.fails = new(failRef)
 	b.failing = &b.fails.count
-	if cfg.Strategy == URLHash && cfg.HashMode == HashBounded || cfg.Strategy == LeastConn && keepsTotal(cfg, prev) {
+	if keepsTotal(info, cfg, prev) {
 		if prev != nil && prev.inflight != nil {
 			b.inflight = prev.inflight
 		} else {
@@ -201,22 +186,15 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	return b, nil
 }
 
-// leastTotalMin is the fewest backends for which least_conn keeps a count
-// of requests in flight over all of them. Below it, an idle pick scans
-// (compiled, 11 to 16 ns at three to eight backends, against 6.1 ns for
-// the count's O(1) look from nine), and a request is two atomic operations
-// cheaper, which under Traefik's interpreter is worth a few points of
-// throughput.
-const leastTotalMin = 9
-
-// keepsTotal reports whether a least_conn balancer built from cfg keeps
-// the count over all backends: decided at New, by size, and kept by every
-// Update (a count begun later would miss the requests already in flight).
-func keepsTotal(cfg Config, prev *Balancer) bool {
+// keepsTotal reports whether a balancer built from cfg keeps the count of
+// requests in flight over all backends (strategyInfo.total): decided at New
+// and kept by every Update (a count begun later would miss the requests
+// already in flight).
+func keepsTotal(info strategyInfo, cfg Config, prev *Balancer) bool {
 	if prev != nil {
 		return prev.inflight != nil
 	}
-	return len(cfg.Backends) >= leastTotalMin
+	return info.total != nil && info.total(&cfg)
 }
 
 // checkBackend validates backend i. The field name ("backends[i]") is
@@ -253,132 +231,27 @@ func checkOptions(c *Config) error {
 	return nil
 }
 
-// Pick chooses a backend and returns its index in Config.Backends. key is
-// what the hash strategies hash (the client IP for ip_hash, any string for
-// url_hash); the others ignore it. It returns ErrNoBackend when no backend is
-// available.
-func (b *Balancer) Pick(key string) (int, error) {
-	if i := PickIndex(b, key); i >= 0 {
-		return i, nil
-	}
-	return -1, ErrNoBackend
-}
-
-// PickIndex is Pick with one result: the backend's index, or -1 when Pick
-// would return ErrNoBackend.
-func (b *Balancer) PickIndex(key string) int { return PickIndex(b, key) }
-
-// PickIndex is b.PickIndex(key) as a function. Under Traefik's interpreter a
-// call with one result costs markedly less than one with two, and a plain
-// function call a fraction of a method call (and of its garbage), so a
-// plugin's request path calls this.
-//
-// It takes each strategy's quick path (see quickTable and after): while the
-// primary group is quiet (no backend out for max_fails) and, for the
-// strategies that follow weights, steady (no slow start, no weight lowered
-// by failures), a pick is the read of one precomputed table. Under the
-// interpreter every function call, local variable (each costs an
-// allocation per call) and atomic operation costs more than a whole compiled
-// pick, so each quick path is one small function. Anything else goes
-// through the strategy's full pick, which gives the same answer. (The
-// interpreter tries the cases in order, at a cost each: the commonest
-// strategies come first.)
-func PickIndex(b *Balancer, key string) int {
-	switch b.primary.quick {
-	case quickTable:
-		return PickNext(b, key)
-	case quickLeast:
-		return pickLeastQuick(b, key)
-	case quickDraw:
-		return pickDrawn(b, key)
-	case quickIPHash:
-		return pickIPHashQuick(b, key)
-	case quickCRC:
-		return pickCRCQuick(b, key)
-	case quickMaglev:
-		return pickMaglevQuick(b, key)
-	case quickBounded:
-		return pickBoundedQuick(b, key)
-	case quickTwo:
-		return pickTwoQuick(b, key)
-	case quickFair:
-		return pickFairQuick(b, key)
-	}
-	return pickKey(b, key)
-}
-
-// PickNext is PickIndex for the table strategies (smooth_wrr, gcd_wrr,
-// round_robin), one call shorter: their quick path, the next entry of the
-// canonical schedule while the group is quiet, without PickIndex's dispatch,
-// which under Traefik's interpreter costs a microsecond. For any other
-// strategy it makes the strategy's full pick: the answer PickIndex gives, at
-// a higher cost. (The cursor's plain modulo is exact at any count: take
-// reduces it by whole periods only.)
-func PickNext(b *Balancer, key string) int {
-	g := b.primary
-	if g.quick == quickTable && g.sched.gate.Load() == 1 && (len(g.flagged) == 0 || !g.capped && g.failing.Load() == 0) { // isQuiet(g)
-		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
-	}
-	return pickKey(b, key)
-}
-
-// pickKey is the full pick for key: what the quick paths fall back to. As a
-// call of its own it keeps the request's construction out of their frames,
-// which the interpreter allocates whole on every call, taken branch or not.
+// pickKey is the pick for key with no caller's filter: the group's
+// published table while it is steady (see table.go), the strategy's full
+// pick otherwise.
 func pickKey(b *Balancer, key string) int {
+	if i := pickTable(b, key); i != noAnswer {
+		return i
+	}
 	return pickFrom(b, request{key: key, b: b})
-}
-
-// PickFunc is Pick with the caller's own view of availability: available(i)
-// reports whether backend i may be picked now (for example Caddy's health
-// checks, or the backends a retried request has tried already). A nil func
-// means every backend is available as far as the caller knows. Backends the
-// caller refuses are skipped the way nginx skips an unavailable peer.
-func (b *Balancer) PickFunc(key string, available func(i int) bool) (int, error) {
-	if available == nil {
-		return b.Pick(key)
-	}
-	i := pickFrom(b, request{key: key, avail: available, b: b})
-	if i < 0 {
-		return -1, ErrNoBackend
-	}
-	return i, nil
-}
-
-// PickVersion is PickFunc for a caller whose view of availability changes
-// seldom and has a version: while the caller passes one version, available
-// must give the same answers (a caller bumps it whenever an answer may have
-// changed, say on every health change). The balancer may then reuse what it
-// learnt of the answers instead of asking about every backend: smooth_wrr,
-// which with a filter asks it about every backend on every pick (nginx's
-// choice depends on each answer), and with a backend refused makes nginx's
-// O(n) pass, learns nginx's schedule over the available backends within
-// two of its periods and follows it in O(1), nginx's choices still. The
-// other strategies ask available only about the backends they consider, as
-// with PickFunc. A nil available is Pick.
-func (b *Balancer) PickVersion(key string, available func(i int) bool, version uint64) (int, error) {
-	if available == nil {
-		return b.Pick(key)
-	}
-	i := pickFrom(b, request{key: key, avail: available, b: b, version: version, versioned: true})
-	if i < 0 {
-		return -1, ErrNoBackend
-	}
-	return i, nil
 }
 
 // pickFrom asks the strategy, of the primary group and then of the backups,
 // and returns the backend index or -1. The request travels by value: a
 // pointer passed through the strategy interface would escape and cost an
 // allocation per pick. (This and other helpers on the pick path are
-// functions with one result, not methods: under Traefik's interpreter a
-// method call costs about four function calls, a second result more.)
+// functions with one result, not methods: see interp.go for why.)
 func pickFrom(b *Balancer, r request) int {
 	g := b.primary
-	i := pickIn(g, &r)
+	i := g.strategy.pick(g, r)
 	if i < 0 && b.backup != nil {
 		g = b.backup
-		i = pickIn(g, &r)
+		i = g.strategy.pick(g, r)
 	}
 	if i < 0 {
 		return -1

@@ -106,8 +106,8 @@ func TestNewAccepts(t *testing.T) {
 
 func TestUpdateKeepsStateAndOptions(t *testing.T) {
 	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: testBackends([]int{5, 3, 2}, nil), Stagger: true, Rand: seededRandFunc(7)})
-	b.Start(1)
-	b.Start(1)
+	b.hold(1)
+	b.hold(1)
 	nb, err := b.Update(testBackends([]int{1, 1, 1, 1}, nil)[1:])
 	if err != nil {
 		t.Fatal(err)
@@ -117,13 +117,13 @@ func TestUpdateKeepsStateAndOptions(t *testing.T) {
 	if nb.InFlight(0) != 2 || nb.InFlight(1) != 0 || nb.Strategy() != SmoothWRR || !nb.cfg.Stagger {
 		t.Fatalf("after Update: in flight %d %d, strategy %q", nb.InFlight(0), nb.InFlight(1), nb.Strategy())
 	}
-	nb.Done(0, time.Millisecond, false)
+	nb.release(0, time.Millisecond, false)
 	if b.InFlight(1) != 1 {
 		t.Fatalf("the old balancer does not share the address's state: %d", b.InFlight(1))
 	}
 	// Out-of-range indexes are ignored, not a panic.
-	nb.Start(-1)
-	nb.Done(99, 0, true)
+	nb.hold(-1)
+	nb.release(99, 0, true)
 	if nb.InFlight(99) != 0 {
 		t.Fatal("InFlight out of range")
 	}
@@ -177,26 +177,26 @@ func TestPickMatchesPickFunc(t *testing.T) {
 				if step%50 == 49 {
 					clock.add(11 * time.Second)
 				}
-				i, err1 := x.Pick("")
-				j, err2 := y.PickFunc("", all)
+				i, err1 := x.choose("")
+				j, err2 := y.chooseFunc("", all)
 				if i != j || err1 != err2 {
 					t.Fatalf("%s %s step %d: Pick %d, %v; PickFunc %d, %v", strategy, flags, step, i, err1, j, err2)
 				}
 				if err1 != nil {
 					continue
 				}
-				x.Start(i)
-				y.Start(j)
+				x.hold(i)
+				y.hold(j)
 				if flags == "max_conns" && step%7 == 0 {
 					held = append(held, i) // stays in flight for a while
 					continue
 				}
 				failed := step%50 < 10 && i == 3
-				x.Done(i, 0, failed)
-				y.Done(j, 0, failed)
+				x.release(i, 0, failed)
+				y.release(j, 0, failed)
 				if len(held) > 3 {
-					x.Done(held[0], 0, false)
-					y.Done(held[0], 0, false)
+					x.release(held[0], 0, false)
+					y.release(held[0], 0, false)
 					held = held[1:]
 				}
 			}
@@ -221,17 +221,17 @@ func TestFailingCount(t *testing.T) {
 			t.Fatalf("%s: %d backends counted as failing, want %d", when, got, want)
 		}
 	}
-	b.Start(0)
-	b.Done(0, 0, true)
+	b.hold(0)
+	b.release(0, 0, true)
 	check("one failure", b, 1)
-	b.Start(0)
-	b.Done(0, 0, true)
+	b.hold(0)
+	b.release(0, 0, true)
 	check("second failure of the same backend", b, 1)
-	b.Start(1)
-	b.Done(1, 0, true)
+	b.hold(1)
+	b.release(1, 0, true)
 	check("failure of another", b, 2)
-	b.Start(1)
-	b.Done(1, 0, false)
+	b.hold(1)
+	b.release(1, 0, false)
 	check("success without a probe", b, 2) // nginx keeps fails until a probe
 	u, err := b.Update(bs[:2])
 	if err != nil {
@@ -242,13 +242,13 @@ func TestFailingCount(t *testing.T) {
 	// Every backend is eligible again (fail_timeout passed); picks probe.
 	seen := map[int]bool{}
 	for k := 0; k < 6; k++ {
-		i, err := u.Pick("")
+		i, err := u.choose("")
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen[i] = true
-		u.Start(i)
-		u.Done(i, 0, false)
+		u.hold(i)
+		u.release(i, 0, false)
 	}
 	if !seen[0] || !seen[1] {
 		t.Fatalf("picks %v: both backends should have been probed", seen)
@@ -257,49 +257,47 @@ func TestFailingCount(t *testing.T) {
 	check("the older balancer shares the count", b, 0)
 
 	one := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs[:2], Now: clock.now})
-	one.Start(0)
-	one.Done(0, 0, true)
+	one.hold(0)
+	one.release(0, 0, true)
 	check("two backends, one failure", one, 1)
 	single, err := one.Update(bs[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	single.Start(0)
-	single.Done(0, 0, false)
+	single.hold(0)
+	single.release(0, 0, false)
 	check("single backend: failures not kept", single, 0)
 }
 
-// TestPickIndex checks that the method and the function PickIndex make the
-// same choices as Pick, pick for pick, for every strategy (three balancers
-// built alike, with sources seeded alike), and return -1 where Pick returns
-// ErrNoBackend.
-func TestPickIndex(t *testing.T) {
+// TestPickWithAndWithoutFilter: Pick with a filter that allows every
+// backend chooses as Pick with none, pick for pick, for every strategy (two
+// balancers built alike, with sources and clocks alike, each request ended
+// at once): the table a steady group reads and the full pick agree. With
+// every backend down Pick finds none, and its ticket is 0.
+func TestPickWithAndWithoutFilter(t *testing.T) {
 	w := []int{5, 1, 3, 2}
+	all := Filter{Allow: func(int) bool { return true }}
 	for _, name := range Strategies() {
 		t.Run(name, func(t *testing.T) {
+			clock := newHCClock()
 			mk := func(down []bool) *Balancer {
-				return mustNew(t, Config{Strategy: name, Backends: testBackends(w, down), Rand: seededRandFunc(7)})
+				return mustNew(t, Config{Strategy: name, Backends: testBackends(w, down), Rand: seededRandFunc(7), Now: clock.now})
 			}
-			byPick, byMethod, byFunc := mk(nil), mk(nil), mk(nil)
+			plain, filtered := mk(nil), mk(nil)
 			for k := 0; k < 200; k++ {
 				key := fmt.Sprintf("10.0.%d.%d", k%7, k)
-				want, err := byPick.Pick(key)
-				if err != nil {
-					t.Fatalf("pick %d: %v", k, err)
+				want, tw := Pick(plain, key, Filter{})
+				got, tg := Pick(filtered, key, all)
+				if got != want || want < 0 {
+					t.Fatalf("pick %d: with the filter %d, without %d", k, got, want)
 				}
-				if got := byMethod.PickIndex(key); got != want {
-					t.Fatalf("pick %d: method PickIndex %d, Pick %d", k, got, want)
-				}
-				if got := PickIndex(byFunc, key); got != want {
-					t.Fatalf("pick %d: func PickIndex %d, Pick %d", k, got, want)
-				}
+				clock.add(time.Millisecond)
+				Done(plain, want, tw, SincePick, false)
+				Done(filtered, got, tg, SincePick, false)
 			}
 			none := mk([]bool{true, true, true, true})
-			if i, err := none.Pick("10.0.0.1"); i != -1 || err != ErrNoBackend {
-				t.Fatalf("all down: Pick = %d, %v; want -1, ErrNoBackend", i, err)
-			}
-			if got := none.PickIndex("10.0.0.1"); got != -1 {
-				t.Fatalf("all down: PickIndex = %d, want -1", got)
+			if i, tk := Pick(none, "10.0.0.1", Filter{}); i != -1 || tk != 0 {
+				t.Fatalf("all down: Pick = %d, %d; want -1, 0", i, tk)
 			}
 		})
 	}
@@ -317,8 +315,8 @@ func TestFailingCountAfterRemoval(t *testing.T) {
 		bs[i].MaxFails = 1
 	}
 	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: bs})
-	b.Start(2)
-	b.Done(2, 0, true)
+	b.hold(2)
+	b.release(2, 0, true)
 	if got := b.failing.Load(); got != 1 {
 		t.Fatalf("after a failure: count %d, want 1", got)
 	}
@@ -334,8 +332,8 @@ func TestFailingCountAfterRemoval(t *testing.T) {
 	}
 	// A failure through the old balancer of a backend both have counts in
 	// both; its clearing uncounts it in both.
-	b.Start(0)
-	b.Done(0, 0, true)
+	b.hold(0)
+	b.release(0, 0, true)
 	if b.failing.Load() != 2 || u.failing.Load() != 1 {
 		t.Fatalf("shared backend failed: counts %d and %d, want 2 and 1", b.failing.Load(), u.failing.Load())
 	}

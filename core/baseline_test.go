@@ -134,7 +134,7 @@ func pickN(t interface {
 	t.Helper()
 	out := make([]int, n)
 	for i := range out {
-		p, err := b.Pick("")
+		p, err := b.choose("")
 		if err != nil {
 			t.Fatalf("pick %d: %v", i, err)
 		}
@@ -177,7 +177,7 @@ func BenchmarkStatic(b *testing.B) {
 		for _, s := range []string{SmoothWRR, GCDWRR, RoundRobin, Random, WeightedRandom} {
 			bal := mustNew(b, Config{Strategy: s, Backends: testBackends(w, nil)})
 			b.Run(fmt.Sprintf("n=%d/%s", n, s), func(b *testing.B) {
-				benchPick(b, func() { bal.Pick("") })
+				benchPick(b, func() { bal.choose("") })
 			})
 		}
 	}

@@ -45,7 +45,7 @@ func TestWeightSumsPast2To31(t *testing.T) {
 			}
 			counts := make([]int, n)
 			for k := 0; k < 2*n; k++ {
-				i, err := b.Pick(fmt.Sprintf("10.1.%d.%d", k/200, k%200))
+				i, err := b.choose(fmt.Sprintf("10.1.%d.%d", k/200, k%200))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,7 +54,7 @@ func TestWeightSumsPast2To31(t *testing.T) {
 			// Unavailable backends are skipped, also with every sum past 2^31.
 			odd := func(i int) bool { return i%2 == 1 }
 			for k := 0; k < 50; k++ {
-				if i, err := b.PickFunc(fmt.Sprintf("k%d", k), odd); err != nil || i%2 != 1 {
+				if i, err := b.chooseFunc(fmt.Sprintf("k%d", k), odd); err != nil || i%2 != 1 {
 					t.Fatalf("PickFunc: %d, %v", i, err)
 				}
 			}

@@ -20,10 +20,10 @@ func BenchmarkCliffs(b *testing.B) {
 	heavy := []Backend{{Address: "10.0.0.1:80", Weight: 1000000, MaxConns: 1}, {Address: "10.0.0.2:80", Weight: 1}}
 	for _, s := range []string{GCDWRR, SmoothWRR} {
 		bal := mustNew(b, Config{Strategy: s, Backends: heavy})
-		bal.Start(0) // the heavy backend is full
+		bal.hold(0) // the heavy backend is full
 		b.Run(s+"/heavy_full", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if bal.PickIndex("") != 1 {
+				if bal.chooseIndex("") != 1 {
 					b.Fatal("picked the full backend")
 				}
 			}
@@ -59,8 +59,8 @@ func BenchmarkCliffs(b *testing.B) {
 	}
 	fresh := mustNew(b, Config{Strategy: SmoothWRR, Backends: three[:2]})
 	old := mustNew(b, Config{Strategy: SmoothWRR, Backends: three})
-	old.Start(2)
-	old.Done(2, 0, true)
+	old.hold(2)
+	old.release(2, 0, true)
 	removed, err := old.Update(three[:2])
 	if err != nil {
 		b.Fatal(err)
@@ -72,7 +72,7 @@ func BenchmarkCliffs(b *testing.B) {
 		bal := c.bal
 		b.Run("pick/"+c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				bal.PickIndex("")
+				bal.chooseIndex("")
 			}
 		})
 	}

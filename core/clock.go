@@ -31,8 +31,8 @@ func clockNano(b *Balancer) int64 {
 }
 
 // sinceOf returns b.since for the clock now (Config.Now): the distance from
-// a time to now, which is time.Since for the system clock (nil), under
-// Traefik's interpreter one call into compiled code where Now().Sub is two.
+// a time to now, which is time.Since for the system clock (nil): one call
+// into the standard library where Now().Sub is two.
 func sinceOf(now func() time.Time) func(time.Time) time.Duration {
 	if now == nil {
 		return time.Since

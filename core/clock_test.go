@@ -74,16 +74,16 @@ func TestClockIsMonotonic(t *testing.T) {
 		bs := hcBackends(1, 1)
 		bs[1].MaxFails, bs[1].FailTimeout = 1, 10*time.Second
 		b := mustNew(t, Config{Strategy: RoundRobin, Backends: bs, Now: c.now})
-		b.Start(1)
-		b.Done(1, time.Millisecond, true)
+		b.hold(1)
+		b.release(1, time.Millisecond, true)
 		onlyB := func(i int) bool { return i == 1 }
-		if _, err := b.PickFunc("", onlyB); err != ErrNoBackend {
+		if _, err := b.chooseFunc("", onlyB); err != ErrNoBackend {
 			t.Fatalf("failed backend picked within fail_timeout: %v", err)
 		}
 		c.step(-time.Hour)
 		c.add(11 * time.Second)
 		clockIs(t, c, 11*time.Second)
-		if i, err := b.PickFunc("", onlyB); err != nil || i != 1 {
+		if i, err := b.chooseFunc("", onlyB); err != nil || i != 1 {
 			t.Fatalf("11s after its failure (wall clock stepped back 1h): %d, %v; want its probe", i, err)
 		}
 	})
@@ -110,8 +110,8 @@ func TestClockIsMonotonic(t *testing.T) {
 		b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: c.now, Rand: func() uint64 { return 1<<32 | 0 }})
 		for k := 0; k < 3; k++ { // b, a (probes), then a (the first candidate)
 			i := hcPick(t, b)
-			b.Start(i)
-			b.Done(i, time.Duration(1+9*i)*time.Millisecond, false) // a 1ms, b 10ms
+			b.hold(i)
+			b.release(i, time.Duration(1+9*i)*time.Millisecond, false) // a 1ms, b 10ms
 		}
 		c.step(-time.Hour)
 		c.add(3 * time.Second) // beyond DecayTime/4 since b's pick
@@ -119,8 +119,8 @@ func TestClockIsMonotonic(t *testing.T) {
 		for k := 0; k < 2; k++ {
 			i := hcPick(t, b)
 			got = append(got, i)
-			b.Start(i)
-			b.Done(i, time.Millisecond, false)
+			b.hold(i)
+			b.release(i, time.Millisecond, false)
 		}
 		if letters(got) != "a b" {
 			t.Fatalf("picks after 3s (wall clock stepped back 1h): %s, want a b (both probed)", letters(got))

@@ -24,7 +24,7 @@ func ExampleNew_urlHashKetama() {
 		panic(err)
 	}
 	for _, key := range []string{"a", "abc", "index.html", "k8s-pod-12"} {
-		i, _ := b.Pick(key)
+		i, _ := core.Pick(b, key, core.Filter{})
 		fmt.Println(key, "->", b.Backend(i).Address)
 	}
 	// Output:
@@ -51,7 +51,7 @@ func ExampleNew_ipHash() {
 		panic(err)
 	}
 	for _, client := range []string{"192.0.2.1", "192.0.2.200", "2001:db8::1"} {
-		i, _ := b.Pick(client)
+		i, _ := core.Pick(b, client, core.Filter{})
 		fmt.Println(client, "->", b.Backend(i).Address)
 	}
 	// Output:
@@ -73,8 +73,7 @@ func ExampleNew_urlHashBounded() {
 		panic(err)
 	}
 	for r := 0; r < 8; r++ {
-		i, _ := b.Pick("/hot/video.mp4")
-		b.Start(i) // the request is in flight until b.Done(i, ...)
+		core.Pick(b, "/hot/video.mp4", core.Filter{}) // in flight until Done
 	}
 	for i := 0; i < b.Len(); i++ {
 		fmt.Println(b.Backend(i).Address, b.InFlight(i))

@@ -23,27 +23,11 @@ func ExampleNew() {
 		return
 	}
 	for i := 0; i < 10; i++ {
-		p, _ := b.Pick("")
+		p, _ := core.Pick(b, "", core.Filter{}) // smooth_wrr counts nothing: no Done on success
 		fmt.Print(string(rune('a'+p)), " ")
 	}
 	fmt.Println()
 	// Output: a b c a a b a c b a
-}
-
-// PickNext answers as Pick does, with one result: the backend's index, or
-// -1 when none is available. An interpreted caller (the Traefik plugin)
-// calls it for the table strategies. Here the first backend is down.
-func ExamplePickNext() {
-	b, err := core.New(core.Config{
-		Strategy: core.RoundRobin,
-		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1, Down: true}, {Address: "10.0.0.2:80", Weight: 1}},
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(core.PickNext(b, ""), core.PickNext(b, ""))
-	// Output: 1 1
 }
 
 // Bad input is reported at construction, naming the field and the value.
@@ -56,7 +40,10 @@ func ExampleNew_error() {
 	// Output: lbpack: backends[0].weight 0: must be from 1 to 1000000
 }
 
-func ExampleBalancer_Pick() {
+// Pick begins a request; its ticket says whether the request's end must
+// reach Done even when it succeeds (it must whenever Pick counts the
+// request in flight, or times it).
+func ExamplePick() {
 	b, _ := core.New(core.Config{
 		Strategy: core.GCDWRR,
 		Backends: []core.Backend{
@@ -66,8 +53,11 @@ func ExampleBalancer_Pick() {
 		},
 	})
 	for i := 0; i < 10; i++ {
-		p, _ := b.Pick("")
+		p, t := core.Pick(b, "", core.Filter{})
 		fmt.Print(b.Backend(p).Address[7:8], " ")
+		if t != 0 {
+			core.Done(b, p, t, core.SincePick, false)
+		}
 	}
 	fmt.Println()
 	// Output: 1 1 1 1 2 1 2 1 2 3
@@ -75,7 +65,7 @@ func ExampleBalancer_Pick() {
 
 // The caller's view of availability: here backend b is refused (say, a failed
 // health check), and nginx's rule shares its turns out among a and c.
-func ExampleBalancer_PickFunc() {
+func ExampleFilter() {
 	b, _ := core.New(core.Config{
 		Strategy: core.SmoothWRR,
 		Backends: []core.Backend{
@@ -84,19 +74,19 @@ func ExampleBalancer_PickFunc() {
 			{Address: "10.0.0.3:80", Weight: 2},
 		},
 	})
-	notB := func(i int) bool { return i != 1 }
+	notB := core.Filter{Allow: func(i int) bool { return i != 1 }, Version: 1}
 	counts := make([]int, 3)
 	for i := 0; i < 70; i++ {
-		p, _ := b.PickFunc("", notB)
+		p, _ := core.Pick(b, "", notB)
 		counts[p]++
 	}
 	fmt.Println(counts)
-	none := func(int) bool { return false }
-	_, err := b.PickFunc("", none)
-	fmt.Println(err)
+	none := core.Filter{Allow: func(int) bool { return false }}
+	p, _ := core.Pick(b, "", none)
+	fmt.Println(p)
 	// Output:
 	// [50 0 20]
-	// lbpack: no backend available
+	// -1
 }
 
 // A trace is the step table of nginx's algorithm: current weights before the
@@ -123,23 +113,26 @@ func ExampleTrace() {
 // Update keeps the strategy and options and the state of addresses that stay.
 func ExampleBalancer_Update() {
 	b, _ := core.New(core.Config{
-		Strategy: core.RoundRobin,
+		Strategy: core.LeastConn,
 		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
 	})
-	b.Start(1)
+	i, t := core.Pick(b, "", core.Filter{Allow: func(i int) bool { return i == 1 }})
 	nb, _ := b.Update([]core.Backend{{Address: "10.0.0.2:80", Weight: 1}, {Address: "10.0.0.3:80", Weight: 1}})
 	fmt.Println(nb.Index("10.0.0.2:80"), nb.InFlight(0), nb.Strategy())
-	// Output: 0 1 round_robin
+	core.Done(b, i, t, core.SincePick, false) // the request ends on the old balancer, and on the new one's count
+	fmt.Println(nb.InFlight(0))
+	// Output:
+	// 0 1 least_conn
+	// 0
 }
 
-// A caller that ends its requests itself, as the Traefik plugin does:
-// Begin counts the request in flight and returns the count, whose Add(-1),
-// deferred (with the total's, where the strategy keeps one), ends it even
-// if the proxying panics; Report, before that end,
-// gives fair its latency (and any strategy a failure, or a success after
-// failures). Under least_conn the next pick goes to the other backend while
-// the first request is in flight.
-func ExampleBegin() {
+// A caller that ends its requests with a deferred call, as the Traefik
+// plugin does under its interpreter: Take hands back the backend's count of
+// requests in flight, whose Add(-1), deferred, ends the request even if the
+// proxying panics; Done, with the ticket, gives fair its latency (and any
+// strategy a failure, or a success after failures). Under least_conn the
+// next pick goes to the other backend while the first request is in flight.
+func ExampleTake() {
 	b, err := core.New(core.Config{
 		Strategy: core.LeastConn,
 		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
@@ -149,17 +142,19 @@ func ExampleBegin() {
 		return
 	}
 	serve := func(then func()) {
-		i := core.PickIndex(b, "")
-		n := core.Begin(b, i)
-		if total := core.InFlightTotal(b); total != nil { // least_conn counts over all backends too
-			defer total.Add(-1)
+		i, n, t := core.Take(b, "")
+		if n != nil {
+			defer n.Add(-1)
+		} else {
+			defer core.Done(b, i, t, core.SincePick, false)
 		}
-		defer n.Add(-1) // runs first
 		fmt.Println("to", i, "in flight", b.InFlight(i))
 		if then != nil {
 			then()
 		}
-		core.Report(b, i, 0, false) // here a no-op: least_conn, a success, no failures
+		if n != nil && t != 0 {
+			core.Done(b, i, t, core.SincePick, false) // not here: least_conn, no failures
+		}
 	}
 	serve(func() { serve(nil) })
 	fmt.Println("after", b.InFlight(0), b.InFlight(1))
@@ -169,9 +164,9 @@ func ExampleBegin() {
 	// after 0 0
 }
 
-// Take is PickIndex and Begin in one call. Under fair it also gives the
-// pick's clock reading, from which ReportSince times the answer.
-func ExampleTake() {
+// Done times an answer from its pick with SincePick: fair's estimate of the
+// backend.
+func ExampleDone() {
 	b, err := core.New(core.Config{
 		Strategy: core.Fair,
 		Backends: []core.Backend{{Address: "10.0.0.1:80", Weight: 1}, {Address: "10.0.0.2:80", Weight: 1}},
@@ -181,14 +176,13 @@ func ExampleTake() {
 		return
 	}
 	for k := 0; k < 2; k++ {
-		i, n, at := core.Take(b, "")
+		i, t := core.Pick(b, "", core.Filter{})
 		if i < 0 {
 			fmt.Println("no backend")
 			return
 		}
 		time.Sleep(time.Millisecond) // the request
-		core.ReportSince(b, i, at, false)
-		n.Add(-1)
+		core.Done(b, i, t, core.SincePick, false)
 	}
 	fmt.Println(b.Requests(0)+b.Requests(1), "requests, in flight", b.InFlight(0)+b.InFlight(1))
 	fmt.Println("estimates at least 1ms:", b.Latency(0) >= time.Millisecond || b.Latency(1) >= time.Millisecond)

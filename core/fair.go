@@ -2,13 +2,14 @@ package core
 
 import (
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
+// Fair names the fair strategy in Config.Strategy.
+const Fair = "fair"
+
 func init() {
-	register(Fair, strategyInfo{build: buildFair})
+	register(Fair, strategyInfo{counts: always, times: always, failStatus: "5xx", build: buildFair})
 }
 
 // DefaultDecayTime is fair's default Config.DecayTime.
@@ -26,8 +27,7 @@ const fairProbeShare = 4
 const fairScan = 8
 
 // fairInf is the score of a backend not yet measured with requests in
-// flight: a variable, since under the interpreter math.Inf is a call into
-// compiled code on every use (three per pick over three backends).
+// flight: a variable, so that a pick does not call math.Inf.
 var fairInf = math.Inf(1)
 
 // fairTie is the least factor by which a score must be lower to take the
@@ -45,13 +45,12 @@ const (
 	// its near, and count in its tie on top of fairTie and the spread.
 	fairSure = 3
 	// fairUnit is the fixed point of ties and nears as stored (1/1024ths),
-	// which the interpreter compares without a call to math.Float64frombits.
+	// compared without a call to math.Float64frombits.
 	fairUnit = 1024
 )
 
 // fairEst is a backend's estimate as fair's picks read it (see observe),
-// replaced whole on every update so that a pick reads it with one load
-// (under the interpreter each load is a call into compiled code): e is the
+// replaced whole on every update so that a pick reads it with one load: e is the
 // latency estimate times the failure penalty in ns (0: unmeasured), wait
 // the cost of a request in flight ahead of a new one, in units of the
 // latency (1 to fairMaxWait), tie and near the factor and the fraction by
@@ -63,31 +62,6 @@ type fairEst struct {
 
 // unmeasured is the estimate of a backend with no answer yet.
 var unmeasured = &fairEst{}
-
-// fairBoard holds the estimates of a group that fair scores in whole, by
-// member position, as one []*fairEst, so that the quick path reads them all
-// with one load (under the interpreter each load is a call into compiled
-// code: two saved a pick over three backends). Each fold through the group
-// (see fold) stores them anew, read from the members' states, under mu. A
-// backend's estimate changed through another balancer (one Update built
-// this one from, still ending its requests) reaches the board at the next
-// fold through this one.
-type fairBoard struct {
-	mu   sync.Mutex
-	ests atomic.Value
-}
-
-// refreshBoard stores the current estimates of g's members on its board.
-func refreshBoard(g *group) {
-	bd := g.board
-	bd.mu.Lock()
-	e := make([]*fairEst, len(g.members))
-	for i, m := range g.members {
-		e[i] = m.state.est.Load().(*fairEst)
-	}
-	bd.ests.Store(e)
-	bd.mu.Unlock()
-}
 
 // fold feeds an answer to member state s of group g into its estimate (see
 // observe) and the new estimate to g's board.
@@ -155,14 +129,14 @@ func buildFair(g *group, c *Config) (strategy, error) {
 	g.decay = int64(d)
 	g.fold = g.decay / fairFoldShare
 	g.probe = g.decay / fairProbeShare
-	g.scan = len(g.members) <= fairScan
-	if g.scan {
+	g.fairAll = len(g.members) <= fairScan
+	if g.fairAll {
 		g.board = &fairBoard{}
 		refreshBoard(g)
 	}
 	g.cur = newCursor(1, 0) // a plain counter: the picks use n, never take
 	if up := upPositions(g); g.allUp && len(up) > 1 {
-		g.setQuick(quickFair, weightedLook(g, up))
+		g.setTable(tableFair, weightedLook(g, up))
 	}
 	f := &fair{}
 	if g.look == nil {
@@ -171,122 +145,8 @@ func buildFair(g *group, c *Config) (strategy, error) {
 	return f, nil
 }
 
-// pickFairQuick is PickIndex's quick path for fair, while the group is
-// quiet and steady (so every member is eligible at its configured weight):
-// pickFair's rules, in its order, with nothing to check per member, over
-// member positions and the flat arrays (under the interpreter every
-// selector costs an allocation).
-func pickFairQuick(b *Balancer, key string) int {
-	i, _ := fairQuickAt(b, key)
-	return i
-}
-
-// fairQuickAt is pickFairQuick, which also returns the pick's clock reading
-// for Take (where the pick went the full way, a reading taken after it).
-func fairQuickAt(b *Balancer, key string) (int, int64) {
-	g := b.primary
-	if g.watch.Load() == 0 && g.gate.Load() == 0 { // isQuiet(g), isSteady(g)
-		now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
-		if now == 0 {
-			now = 1
-		}
-		p := int(g.cur.n.Add(1) % g.size)
-		if now-g.picks[p].Load() < g.probe {
-			x := b.rand()
-			p = b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
-			if g.scan {
-				p = fairQuickScan(g, p)
-			} else {
-				p = fairQuickTwo(b, g, x, p)
-			}
-		}
-		g.picks[p].Store(now) // taken, inline
-		return g.members[p].index, now
-	}
-	return pickKey(b, key), clockNano(b) // the full pick's reading stays in its request
-}
-
-// fairQuickTwo is the quick path's choice in a group too large to score in
-// whole: the better of the first candidate, at position p, and the second
-// drawn by x.
-func fairQuickTwo(b *Balancer, g *group, x uint64, p int) int {
-	m := g.members[p]
-	c := b.members[lookSecond(b, g.look, x, m.index)]
-	if fairBetter(c, int64(c.weight)*1000, m, int64(m.weight)*1000) {
-		return c.pos
-	}
-	return p
-}
-
-// fairQuickScan is fairBest for the quick path, whose members are all
-// eligible at their configured weights: one pass over the flat arrays,
-// each member's count and estimate read once. The scores are fairCost's and
-// the last comparison fairBetter's, inline: under the interpreter a call
-// per member would double the pick's cost.
-func fairQuickScan(g *group, first int) int {
-	counts, ests, milli := g.counts, g.board.ests.Load().([]*fairEst), g.milli
-	fin, fm := counts[first].Load(), milli[first]
-	best, bs, bin, bm, be := first, fairInf, int64(0), int64(1), unmeasured
-	lb, ls, le := first, fairInf, unmeasured // the best of those less loaded than first
-	fs, fe := 0.0, unmeasured
-	for c, n := range counts {
-		in, x, w := n.Load(), ests[c], milli[c]
-		s := fairInf
-		if x.e != 0 {
-			s = x.e * (float64(w) + float64(in*1000)*x.wait) / float64(w)
-		} else if in == 0 {
-			s = 0 // unmeasured and idle
-		}
-		if c == first {
-			fs, fe = s, x
-		}
-		if s < bs {
-			best, bs, bin, bm, be = c, s, in, w, x
-		}
-		if s < ls && in*fm < fin*w {
-			lb, ls, le = c, s, x
-		}
-	}
-	// fairBetter for best, then for lb, inline.
-	if best != first && best != lb && bs < fs {
-		if bin*fm == fin*bm { // as loaded: the larger tie
-			t := be.tie
-			if fe.tie > t {
-				t = fe.tie
-			}
-			if bs*float64(t) < fs*fairUnit {
-				return best
-			}
-		} else { // more loaded: the smaller near
-			t := be.near
-			if fe.near < t {
-				t = fe.near
-			}
-			if bs*float64(fairUnit+t) < fs*fairUnit {
-				return best
-			}
-		}
-	}
-	if lb != first {
-		if ls < fs {
-			return lb
-		}
-		t := le.near
-		if fe.near < t {
-			t = fe.near
-		}
-		if ls*fairUnit < fs*float64(fairUnit+t) {
-			return lb
-		}
-	}
-	return first
-}
-
-func (f *fair) pick(g *group, r request) int { return pickFair(f, g, &r) }
-
-// pickFair is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickFair(f *fair, g *group, r *request) int {
+func (f *fair) pick(g *group, req request) int {
+	r := &req
 	n := uint64(len(g.members))
 	now := r.now()
 	k := g.cur.n.Add(1)
@@ -304,7 +164,7 @@ func pickFair(f *fair, g *group, r *request) int {
 			first = i
 		} else {
 			if drawn && g.look != nil {
-				j = r.b.members[lookSecond(r.b, g.look, x, mi.index)].pos // the second draw, the quick path's
+				j = r.b.members[lookSecond(r.b, g.look, x, mi.index)].pos // the second draw, as pickFairSteady's
 			}
 			mj := g.members[j]
 			okj := drawn && usable(r, mj)
@@ -342,7 +202,8 @@ func fairBest(r *request, g *group, first int) int {
 	lb, ls := -1, math.Inf(1)
 	var fin, fw int64 // first's in flight and weight
 	if first >= 0 {
-		// Two statements: yaegi v0.16 leaves fw 0 in the tuple assignment.
+		// Two statements: a tuple assignment here leaves fw 0 under
+		// Traefik's plugin loader (see interp.go).
 		fin = g.members[first].state.inflight.Load()
 		fw = int64(g.members[first].weight)
 	}
@@ -376,8 +237,8 @@ func fairBest(r *request, g *group, first int) int {
 }
 
 // fairPair draws fair's two candidates (member positions) from the
-// random value x: from the group's weight table when it has one, as the
-// quick path does, so that both paths make the same choices (the second
+// random value x: from the group's weight table when it has one, as
+// pickFairSteady does, so that both make the same choices (the second
 // may then repeat the first: lookSecond draws it again, where it is
 // needed); from the alias table otherwise.
 func fairPair(f *fair, g *group, b *Balancer, x uint64) (i, j int, ok bool) {
@@ -413,8 +274,7 @@ func taken(m *member, pos int, now int64) int {
 // when it has more, it must be lower by that fraction; when both are as
 // loaded, it must be lower by the larger of their ties (a measured
 // backend's is at least fairTie), so that latencies equal up to their noise
-// leave the pick to the weighted draw. No helper calls: under the
-// interpreter each would cost the pick more than its arithmetic.
+// leave the pick to the weighted draw. No helper calls: see interp.go.
 func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	sc, sm := fairCost(c, cw), fairCost(m, mw)
 	lc := c.state.inflight.Load() * int64(m.weight)
@@ -537,8 +397,8 @@ const (
 //
 // The estimate stays finite and positive for any input (at most the largest
 // latency seen times 1024), and after a long silence w is 0: the next
-// success is the new latency estimate. A function, not a method: under the
-// interpreter a method call costs several function calls.
+// success is the new latency estimate. A function, not a method, as the
+// pick path's helpers are.
 func observe(s *backendState, lat int64, failed bool, now, decay int64) {
 	x := float64(lat)
 	if x < 1 {

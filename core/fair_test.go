@@ -49,9 +49,9 @@ func TestFairExactChoices(t *testing.T) {
 	step := func(lat time.Duration) {
 		i := hcPick(t, b)
 		seq = append(seq, i)
-		b.Start(i)
+		b.hold(i)
 		if lat > 0 {
-			b.Done(i, lat, false)
+			b.release(i, lat, false)
 		}
 	}
 	// Picks 1-3: nobody picked yet, so the probe rule goes round (from 1).
@@ -103,8 +103,8 @@ func TestFairUnmeasuredTried(t *testing.T) {
 	b := mustNew(t, Config{Strategy: Fair, Backends: bs, Now: clock.now, Rand: rng.Uint64})
 	for k := 0; k < 50; k++ { // both measured at 10ms
 		i := hcPick(t, b)
-		b.Start(i)
-		b.Done(i, 10*time.Millisecond, false)
+		b.hold(i)
+		b.release(i, 10*time.Millisecond, false)
 		clock.add(time.Millisecond)
 	}
 	nb, err := b.Update(append(bs, Backend{Address: "10.0.0.3:80", Weight: 1}))
@@ -114,22 +114,22 @@ func TestFairUnmeasuredTried(t *testing.T) {
 	if s := fairCost(nb.members[2], 1000); s != 0 {
 		t.Fatalf("unmeasured idle score %v", s)
 	}
-	nb.Start(2)
+	nb.hold(2)
 	if s := fairCost(nb.members[2], 1000); !math.IsInf(s, 1) {
 		t.Fatalf("unmeasured busy score %v", s)
 	}
-	nb.Done(2, 10*time.Millisecond, false)
+	nb.release(2, 10*time.Millisecond, false)
 	// Picks: the newcomer's first request stays open; while it is out,
 	// nothing prefers it.
 	first := -1
 	got := 0
 	for k := 0; k < 30; k++ {
 		i := hcPick(t, nb)
-		nb.Start(i)
+		nb.hold(i)
 		if i == 2 {
 			got++
 		} else {
-			nb.Done(i, 10*time.Millisecond, false)
+			nb.release(i, 10*time.Millisecond, false)
 		}
 		if first < 0 && i == 2 {
 			first = k
@@ -168,10 +168,10 @@ func fairLoop(t *testing.T, b *Balancer, clock *hcClock, clients, picks, from in
 			r := open[e]
 			open = append(open[:e], open[e+1:]...)
 			clock.add(r.end.Sub(clock.t))
-			b.Done(r.i, r.lat, r.failed)
+			b.release(r.i, r.lat, r.failed)
 		}
 		i := hcPick(t, b)
-		b.Start(i)
+		b.hold(i)
 		if k >= from {
 			counts[i]++
 		}
@@ -179,7 +179,7 @@ func fairLoop(t *testing.T, b *Balancer, clock *hcClock, clients, picks, from in
 		open = append(open, req{i, clock.t.Add(lat), lat, failed})
 	}
 	for _, r := range open {
-		b.Done(r.i, r.lat, r.failed)
+		b.release(r.i, r.lat, r.failed)
 	}
 	return counts
 }
@@ -333,15 +333,15 @@ func TestFairRecoversAfterFailures(t *testing.T) {
 	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now, Rand: seededRandFunc(8)})
 	for k := 0; k < 1100; k++ {
 		i := hcPick(t, b)
-		b.Start(i)
-		b.Done(i, time.Millisecond, true)
+		b.hold(i)
+		b.release(i, time.Millisecond, true)
 		clock.add(time.Millisecond)
 	}
 	counts := make([]int, 2)
 	for k := 0; k < 60000; k++ { // one request every 10ms for 10 minutes
 		i := hcPick(t, b)
-		b.Start(i)
-		b.Done(i, time.Millisecond, false)
+		b.hold(i)
+		b.release(i, time.Millisecond, false)
 		clock.add(10 * time.Millisecond)
 		if k >= 30000 {
 			counts[i]++
@@ -371,8 +371,8 @@ func TestFairDecayOptionAndErrors(t *testing.T) {
 	step := func(lat time.Duration) {
 		i := hcPick(t, b)
 		seq = append(seq, i)
-		b.Start(i)
-		b.Done(i, lat, false)
+		b.hold(i)
+		b.release(i, lat, false)
 	}
 	step(100 * time.Millisecond) // pick 1 looks at b, never picked: probe
 	step(10 * time.Millisecond)  // pick 2, a: probe
@@ -489,7 +489,7 @@ func TestFairEWMA(t *testing.T) {
 
 func TestFairAllocsAndConcurrency(t *testing.T) {
 	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 1, 1)})
-	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
+	if a := testing.AllocsPerRun(200, func() { b.choose("") }); a != 0 {
 		t.Fatalf("fair pick allocates %v", a)
 	}
 	var wg sync.WaitGroup
@@ -498,13 +498,13 @@ func TestFairAllocsAndConcurrency(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for k := 0; k < 2000; k++ {
-				i, err := b.Pick("")
+				i, err := b.choose("")
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				b.Start(i)
-				b.Done(i, time.Duration(1+i)*time.Millisecond, k%100 == g)
+				b.hold(i)
+				b.release(i, time.Duration(1+i)*time.Millisecond, k%100 == g)
 			}
 		}(g)
 	}
@@ -526,16 +526,16 @@ func BenchmarkFair(b *testing.B) {
 			lb := mustNew(b, Config{Strategy: Fair, Backends: bs})
 			rng := rand.New(rand.NewSource(1))
 			for i := 0; i < n; i++ { // measured, some in flight
-				lb.Start(i)
-				lb.Done(i, time.Duration(1+rng.Intn(50))*time.Millisecond, false)
+				lb.hold(i)
+				lb.release(i, time.Duration(1+rng.Intn(50))*time.Millisecond, false)
 				for k := rng.Intn(4); k > 0; k-- {
-					lb.Start(i)
+					lb.hold(i)
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				lb.Pick("")
+				lb.choose("")
 			}
 		})
 	}
@@ -555,9 +555,9 @@ func benchRequestsParallel(b *testing.B, lb *Balancer) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i, _ := lb.Pick("")
-			lb.Start(i)
-			lb.Done(i, time.Millisecond, false)
+			i, _ := lb.choose("")
+			lb.hold(i)
+			lb.release(i, time.Millisecond, false)
 		}
 	})
 }
@@ -576,10 +576,10 @@ func TestFairWaitBehindMixedCosts(t *testing.T) {
 		if k%50 == 49 {
 			lat = 150 * time.Millisecond
 		}
-		b.Start(0)
-		b.Done(0, lat, false)
-		b.Start(1)
-		b.Done(1, 10*time.Millisecond, false)
+		b.hold(0)
+		b.release(0, lat, false)
+		b.hold(1)
+		b.release(1, 10*time.Millisecond, false)
 		clock.add(time.Millisecond)
 	}
 	if k := b.members[0].state.est.Load().(*fairEst).wait; k < 10 || k > 20 {
@@ -591,7 +591,7 @@ func TestFairWaitBehindMixedCosts(t *testing.T) {
 	if i := hcPick(t, b); i != 0 {
 		t.Fatalf("both idle: picked %d, want a (%v against %v)", i, b.Latency(0), b.Latency(1))
 	}
-	b.Start(0)
+	b.hold(0)
 	if i := hcPick(t, b); i != 1 {
 		t.Fatalf("a busy: picked %d, want b", i)
 	}
@@ -711,9 +711,9 @@ func TestFairBatches(t *testing.T) {
 	folds := 0
 	for k := 0; k < 4000; k++ {
 		lat := time.Duration(1+2*(k%2)) * time.Millisecond // 1 and 3 ms alike
-		b.Start(0)
+		b.hold(0)
 		before := b.members[0].state.stamp
-		b.Done(0, lat, false)
+		b.release(0, lat, false)
 		if b.members[0].state.stamp != before {
 			folds++
 		}
@@ -721,11 +721,11 @@ func TestFairBatches(t *testing.T) {
 		clock.add(100 * time.Microsecond)
 	}
 	s := b.members[0].state
-	b.Start(0)
-	b.Done(0, 2*time.Millisecond, false) // past the fold time only if the batch is older than it
+	b.hold(0)
+	b.release(0, 2*time.Millisecond, false) // past the fold time only if the batch is older than it
 	clock.add(DefaultDecayTime / fairFoldShare)
-	b.Start(0)
-	b.Done(0, 2*time.Millisecond, false) // folds what is left
+	b.hold(0)
+	b.release(0, 2*time.Millisecond, false) // folds what is left
 	got, want := s.est.Load().(*fairEst), each.est.Load().(*fairEst)
 	if math.Abs(got.e-want.e) > 0.02*want.e || math.Abs(float64(got.tie-want.tie)) > 0.02*float64(want.tie) {
 		t.Fatalf("batched estimate %.0f ns tie %d, per answer %.0f ns tie %d", got.e, got.tie, want.e, want.tie)
@@ -735,13 +735,13 @@ func TestFairBatches(t *testing.T) {
 	}
 	// A burst, then silence, then one slow answer.
 	for k := 0; k < 50; k++ {
-		b.Start(1)
-		b.Done(1, time.Millisecond, false)
+		b.hold(1)
+		b.release(1, time.Millisecond, false)
 		clock.add(10 * time.Microsecond)
 	}
 	clock.add(10 * time.Minute)
-	b.Start(1)
-	b.Done(1, 100*time.Millisecond, false)
+	b.hold(1)
+	b.release(1, 100*time.Millisecond, false)
 	if l := b.Latency(1); l < 95*time.Millisecond || l > 105*time.Millisecond {
 		t.Fatalf("after a burst of 1 ms answers and 10 minutes of silence, one of 100 ms: estimate %v, want about 100ms", l)
 	}

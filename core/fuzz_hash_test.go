@@ -43,7 +43,7 @@ func FuzzHashPick(f *testing.F) {
 		}
 		for i := range bs {
 			for k := rng.Intn(4); k > 0; k-- {
-				b.Start(i)
+				b.hold(i)
 			}
 		}
 		avail := func(i int) bool { return mask>>(uint(i)%64)&1 == 1 }
@@ -64,9 +64,9 @@ func FuzzHashPick(f *testing.F) {
 			}
 		}
 		for r := 0; r < 3; r++ {
-			i, err := b.Pick(key)
+			i, err := b.choose(key)
 			check(i, err, func(int) bool { return true }, anyUp)
-			i, err = b.PickFunc(key, avail)
+			i, err = b.chooseFunc(key, avail)
 			check(i, err, avail, anyAvail)
 		}
 	})

@@ -47,7 +47,7 @@ func FuzzNew(f *testing.F) {
 			return
 		}
 		for i := 0; i < 20; i++ {
-			p, err := b.Pick(addr)
+			p, err := b.choose(addr)
 			if (p < 0) != (err == ErrNoBackend) || p >= b.Len() {
 				t.Fatalf("%s: pick %d, %v", cfg.Strategy, p, err)
 			}
@@ -95,7 +95,7 @@ func FuzzPick(f *testing.F) {
 			mask := refuse>>uint(i%8) | refuse<<uint(64-i%8)
 			avail := func(j int) bool { return mask>>uint(j)&1 == 0 }
 			usable := func(j int) bool { return !cfg.Backends[j].Down && avail(j) }
-			p, err := b.PickFunc("", avail)
+			p, err := b.chooseFunc("", avail)
 			primaryUp, anyUp := false, false
 			for j, be := range cfg.Backends {
 				if usable(j) {

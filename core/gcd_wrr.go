@@ -5,6 +5,9 @@ import (
 	"sync"
 )
 
+// GCDWRR names the gcd_wrr strategy in Config.Strategy.
+const GCDWRR = "gcd_wrr"
+
 func init() {
 	register(GCDWRR, strategyInfo{build: buildGCDWRR})
 }
@@ -78,11 +81,8 @@ func firstIn(w *lvsWeights, cw int64) int {
 	return -1
 }
 
-func (s *gcdWRR) pick(g *group, r request) int { return pickGCDWRR(s, g, &r) }
-
-// pickGCDWRR is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickGCDWRR(s *gcdWRR, g *group, r *request) int {
+func (s *gcdWRR) pick(g *group, req request) int {
+	r := &req
 	if s.up == 0 {
 		return -1
 	}

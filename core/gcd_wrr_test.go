@@ -65,7 +65,7 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 		for i := 0; i < 2*sumInts(w); i++ {
 			mask, keep := rng.Int63(), rng.Intn(len(w))
 			ok := func(j int) bool { return j == keep || mask>>(uint(j)%60)&1 == 0 }
-			got, err := b.PickFunc("", ok)
+			got, err := b.chooseFunc("", ok)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestGCDWRRSkipsLikeLVS(t *testing.T) {
 		}
 	}
 	b := mustNew(t, Config{Strategy: GCDWRR, Backends: testBackends([]int{6, 3, 1}, nil)})
-	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+	if p, err := b.chooseFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }
@@ -101,12 +101,12 @@ func TestGCDWRRBeyondBound(t *testing.T) {
 	}
 	notA := func(i int) bool { return i != 0 }
 	for i := 0; i < 100; i++ {
-		got, _ := b.PickFunc("", notA)
+		got, _ := b.chooseFunc("", notA)
 		if want := ref.pick(notA); got != want {
 			t.Fatalf("refusing a, pick %d = %d, LVS %d", i, got, want)
 		}
 	}
-	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+	if p, err := b.chooseFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }
@@ -164,7 +164,7 @@ func TestGCDWRRSlowStart(t *testing.T) {
 			credit -= 1000
 			return true
 		})
-		got, err := b.Pick("")
+		got, err := b.choose("")
 		if err != nil || got != want {
 			t.Fatalf("pick %d at %v (share %d): %d %v, LVS %d", i, el, share, got, err, want)
 		}
@@ -208,16 +208,16 @@ func TestGCDWRRFullHeavyLikeLVS(t *testing.T) {
 			t.Fatalf("weights %v: table %v", w, tabled)
 		}
 		ref := newLVSWRR(w, nil)
-		b.Start(0)
+		b.hold(0)
 		notA := func(i int) bool { return i != 0 }
 		for k := 0; k < 12; k++ {
-			if got, want := b.PickIndex(""), ref.pick(notA); got != want {
+			if got, want := b.chooseIndex(""), ref.pick(notA); got != want {
 				t.Fatalf("weights %v, a full, pick %d: %d, LVS %d", w, k, got, want)
 			}
 		}
-		b.Done(0, 0, false)
+		b.release(0, 0, false)
 		for k := 0; k < 12; k++ {
-			if got, want := b.PickIndex(""), ref.pick(nil); got != want {
+			if got, want := b.chooseIndex(""), ref.pick(nil); got != want {
 				t.Fatalf("weights %v, a free again, pick %d: %d, LVS %d", w, k, got, want)
 			}
 		}

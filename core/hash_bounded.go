@@ -52,24 +52,8 @@ func newBounded(g *group, factor float64) (*bounded, error) {
 		upWeight = 1 // every member is down: no pick gets as far as the cap
 	}
 	g.lookScale = factor / float64(upWeight)
-	ringQuick(g, ring, quickBounded)
+	ringTable(g, ring, tableBounded)
 	return &bounded{ring: ring}, nil
-}
-
-// pickBoundedQuick is PickIndex's quick path for bounded: the key's ketama
-// bucket (see ringQuick), while the group is quiet and the bucket's member is
-// below its cap, compared as visit compares.
-func pickBoundedQuick(b *Balancer, key string) int {
-	g := b.primary
-	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
-		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
-			m, total := b.members[i], b.inflight.Load()
-			if total >= 0 && float64(m.state.inflight.Load()) < g.lookScale*float64(total+1)*float64(m.weight) { // boundedShare(g, total), inline
-				return int(i)
-			}
-		}
-	}
-	return pickKey(b, key)
 }
 
 // boundedShare returns the cap of a member of weight 1 for total requests in
@@ -81,11 +65,8 @@ func boundedShare(g *group, total int64) float64 {
 	return g.lookScale * float64(total+1)
 }
 
-func (s *bounded) pick(g *group, r request) int { return pickBounded(s, g, &r) }
-
-// pickBounded is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickBounded(s *bounded, g *group, r *request) int {
+func (s *bounded) pick(g *group, req request) int {
+	r := &req
 	if r.key == "" {
 		return fallback(g, r)
 	}

@@ -52,7 +52,7 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 			// Keep about 60 requests in flight: caps of 4 to 6 per backend.
 			if len(inflight) > 0 && (total >= 60 || rng.Intn(100) < 40) {
 				j := rng.Intn(len(inflight))
-				b.Done(inflight[j], time.Millisecond, false)
+				b.release(inflight[j], time.Millisecond, false)
 				inflight[j] = inflight[len(inflight)-1]
 				inflight = inflight[:len(inflight)-1]
 				total--
@@ -60,7 +60,7 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 			}
 			// Skewed keys: a few are hot.
 			k := keys[int(float64(len(keys))*math.Pow(rng.Float64(), 3))]
-			i, err := b.Pick(k)
+			i, err := b.choose(k)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,10 +71,10 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 			if b.Backend(i).Down {
 				t.Fatalf("picked down backend %d", i)
 			}
-			if j, _ := idle.Pick(k); j != i {
+			if j, _ := idle.choose(k); j != i {
 				spilled++
 			}
-			b.Start(i)
+			b.hold(i)
 			inflight = append(inflight, i)
 			total++
 		}
@@ -89,11 +89,11 @@ func TestBoundedNeverExceedsCap(t *testing.T) {
 func TestBoundedHotKeySpills(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, HashMode: HashBounded, Backends: numbered(10)})
 	for i := 0; i < 100; i++ {
-		j, err := b.Pick("/hot")
+		j, err := b.choose("/hot")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Start(j)
+		b.hold(j)
 	}
 	used, worst := 0, int64(0)
 	for i := 0; i < 10; i++ {
@@ -115,19 +115,19 @@ func TestBoundedHotKeySpills(t *testing.T) {
 func TestBoundedAllAvailableFull(t *testing.T) {
 	b := mustNew(t, Config{Strategy: URLHash, HashMode: HashBounded, Backends: numbered(4)})
 	for i := 0; i < 5; i++ {
-		b.Start(0)
+		b.hold(0)
 	}
 	for i := 0; i < 3; i++ {
-		b.Start(1)
+		b.hold(1)
 	}
 	only01 := func(i int) bool { return i < 2 }
 	for _, k := range testKeys(50) {
 		// T = 8, E = 4: cap ceil(1.25*9/4) = 3; both are at or above it.
-		if i, err := b.PickFunc(k, only01); err != nil || i != 1 {
+		if i, err := b.chooseFunc(k, only01); err != nil || i != 1 {
 			t.Fatalf("key %q: %d %v, want the less loaded backend 1", k, i, err)
 		}
 	}
-	if _, err := b.PickFunc("k", func(int) bool { return false }); err != ErrNoBackend {
+	if _, err := b.chooseFunc("k", func(int) bool { return false }); err != ErrNoBackend {
 		t.Fatalf("nothing available: %v", err)
 	}
 }

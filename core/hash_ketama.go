@@ -111,8 +111,8 @@ func ketamaSplit(addr string) (host, port string) {
 // sort on the three bytes below through one buffer the size of the largest
 // bucket, and an insertion sort for keys that share their upper 32 bits.
 // Should one bucket hold more than a sixteenth of the keys, the buckets are
-// sorted in place byte by byte instead (flagSort). No comparison callbacks,
-// which matters when yaegi interprets it.
+// sorted in place byte by byte instead (flagSort). No comparison callbacks
+// (see interp.go).
 func ringSort(keys []uint64) {
 	end := flagPass(keys, 56)
 	largest, start := 0, 0
@@ -267,20 +267,20 @@ func newKetama(g *group) (*ketama, error) {
 	if err != nil {
 		return nil, err
 	}
-	ringQuick(g, ring, quickCRC)
+	ringTable(g, ring, tableCRC)
 	return &ketama{ring: ring}, nil
 }
 
-// ringLookBits bounds the quick path's buckets (2^18 int32s: 1 MiB).
+// ringLookBits bounds the table's buckets (2^18 int32s: 1 MiB).
 const ringLookBits = 18
 
-// ringQuick gives g the quick path kind over ring's buckets: the hash space
+// ringTable gives g a table of kind over ring's buckets: the hash space
 // is cut into 64 buckets per point (up to 2^ringLookBits), and a bucket that
 // holds no point but possibly at its last hash maps every hash in it to one
 // point, whose owner look holds. The other buckets (one in 64 while the ring
 // has at most 4096 points) hold -1: their keys take the full pick, as do
 // keys whose owner is down.
-func ringQuick(g *group, ring *ketamaRing, kind int) {
+func ringTable(g *group, ring *ketamaRing, kind int) {
 	if len(g.members) < 2 {
 		return // nginx's round robin picks for a single backend
 	}
@@ -311,14 +311,11 @@ func ringQuick(g *group, ring *ketamaRing, kind int) {
 			look[b] = -1
 		}
 	}
-	g.setQuick(kind, look)
+	g.setTable(kind, look)
 }
 
-func (s *ketama) pick(g *group, r request) int { return pickKetama(s, g, &r) }
-
-// pickKetama is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickKetama(s *ketama, g *group, r *request) int {
+func (s *ketama) pick(g *group, req request) int {
+	r := &req
 	if len(g.members) < 2 || r.key == "" {
 		return fallback(g, r)
 	}

@@ -1,7 +1,5 @@
 package core
 
-import "hash/crc32"
-
 // url_hash's maglev mode is a weighted Maglev lookup table (Eisenbud et al.,
 // "Maglev: A Fast and Reliable Software Network Load Balancer", NSDI 2016):
 // a key costs one hash and one table read, whatever the number of backends.
@@ -134,7 +132,7 @@ func newMaglev(g *group) *maglev {
 		look = lookIndices(g, table)
 	}
 	g.lookSize = size
-	g.setQuick(quickMaglev, look)
+	g.setTable(tableMaglev, look)
 	return &maglev{table: table}
 }
 
@@ -171,37 +169,13 @@ func (h *maglevTurns) down(k int) {
 	}
 }
 
-// maglevKey hashes a key for the table: CRC-32, which the interpreter runs as
-// one call (see crcString), spread over 64 bits by a multiplication by an
-// odd constant, whose high half slot reads.
+// maglevKey hashes a key for the table: CRC-32 (see crcString), spread over
+// 64 bits by a multiplication by an odd constant, whose high half slot
+// reads.
 func maglevKey(key string) uint64 { return uint64(crcString(key)) * hashP1 }
 
-// pickMaglevQuick is PickIndex's quick path for maglev: the key's entry,
-// while the group is quiet (look is the table, with -1 for members that are
-// down).
-func pickMaglevQuick(b *Balancer, key string) int {
-	g := b.primary
-	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
-		// crcString, inline: under the interpreter the call would cost a
-		// tenth of the pick. (The Traefik plugin's URI key takes this path.)
-		c := uint32(0)
-		if interpreted {
-			c = crc32.ChecksumIEEE([]byte(key))
-		} else {
-			c = crcString(key)
-		}
-		if i := g.look[(uint64(c)*hashP1>>32)*g.lookSize>>32]; i >= 0 { // maglevKey, slot
-			return int(i)
-		}
-	}
-	return pickKey(b, key)
-}
-
-func (s *maglev) pick(g *group, r request) int { return pickMaglev(s, g, &r) }
-
-// pickMaglev is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickMaglev(s *maglev, g *group, r *request) int {
+func (s *maglev) pick(g *group, req request) int {
+	r := &req
 	if r.key == "" {
 		return fallback(g, r)
 	}

@@ -15,7 +15,7 @@ func spread(tb testing.TB, b *Balancer, keys []string) float64 {
 	tb.Helper()
 	counts := make([]int, b.Len())
 	for _, k := range keys {
-		i, err := b.Pick(k)
+		i, err := b.choose(k)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestMaglevRehash(t *testing.T) {
 			h = avalanche(h + hashP1)
 			want = int(s.table[slot(b.primary, avalanche(h+hashP1))])
 		}
-		got, err := b.PickFunc(k, func(i int) bool { return i != first })
+		got, err := b.chooseFunc(k, func(i int) bool { return i != first })
 		if err != nil || got != want {
 			t.Fatalf("key %q without %d: %d %v, want %d", k, first, got, err, want)
 		}
@@ -180,7 +180,7 @@ func TestMaglevSameInEveryProcess(t *testing.T) {
 		b := mustNew(t, Config{Strategy: URLHash, HashMode: HashMaglev, Backends: numbered(37)})
 		var sb strings.Builder
 		for _, k := range testKeys(500) {
-			i, _ := b.Pick(k)
+			i, _ := b.choose(k)
 			fmt.Fprintf(&sb, "%d ", i)
 		}
 		return sb.String()
@@ -234,7 +234,7 @@ func TestMaglevFallbackAfterTries(t *testing.T) {
 	}
 	var got []int
 	for i := 0; i < 4; i++ {
-		j, err := b.PickFunc(key, func(i int) bool { return i != 0 })
+		j, err := b.chooseFunc(key, func(i int) bool { return i != 0 })
 		if err != nil {
 			t.Fatal(err)
 		}

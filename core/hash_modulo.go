@@ -25,16 +25,13 @@ func newModulo(g *group) *moduloHash {
 			look[h] = int32(walkFind(&s.walk, int64(h&0x7fff)%g.totalWeight))
 		}
 		g.lookShift = 16
-		g.setQuick(quickCRC, lookIndices(g, look))
+		g.setTable(tableCRC, lookIndices(g, look))
 	}
 	return s
 }
 
-func (s *moduloHash) pick(g *group, r request) int { return pickModulo(s, g, &r) }
-
-// pickModulo is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickModulo(s *moduloHash, g *group, r *request) int {
+func (s *moduloHash) pick(g *group, req request) int {
+	r := &req
 	if len(g.members) < 2 || r.key == "" {
 		return fallback(g, r)
 	}

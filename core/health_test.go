@@ -89,8 +89,8 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 	if !isSteady(g) {
 		t.Fatal("unsteady before any failure")
 	}
-	b.Start(1)
-	b.Done(1, time.Millisecond, true) // effective weight of b: 4 - 4/2 = 2
+	b.hold(1)
+	b.release(1, time.Millisecond, true) // effective weight of b: 4 - 4/2 = 2
 	var seq []int
 	var steady []bool
 	for k := 0; k < 7; k++ {
@@ -107,8 +107,8 @@ func TestEffectiveWeightRecovery(t *testing.T) {
 		t.Fatalf("steady after each pass: %v, want %v", steady, want)
 	}
 	// max_fails 2 reached: b is out and its effective weight is 0.
-	b.Done(1, time.Millisecond, true)
-	b.Done(1, time.Millisecond, true)
+	b.release(1, time.Millisecond, true)
+	b.release(1, time.Millisecond, true)
 	if isSteady(g) {
 		t.Fatal("steady with b's effective weight at 0")
 	}
@@ -140,13 +140,13 @@ func TestPassiveHealthTimeline(t *testing.T) {
 				for ; k > 0; k-- {
 					i := hcPick(t, b)
 					c[i]++
-					b.Start(i)
-					b.Done(i, time.Millisecond, false)
+					b.hold(i)
+					b.release(i, time.Millisecond, false)
 				}
 				return c
 			}
-			b.Start(1)
-			b.Done(1, time.Millisecond, true) // b fails at t0
+			b.hold(1)
+			b.release(1, time.Millisecond, true) // b fails at t0
 			for _, d := range []time.Duration{0, time.Second, 8 * time.Second} {
 				clock.add(d)
 				if c := serve(30); c[1] != 0 {
@@ -162,9 +162,9 @@ func TestPassiveHealthTimeline(t *testing.T) {
 			probe := -1
 			for k := 0; k < 60 && probe != 1; k++ {
 				probe = hcPick(t, b)
-				b.Start(probe)
+				b.hold(probe)
 				if probe != 1 {
-					b.Done(probe, time.Millisecond, false)
+					b.release(probe, time.Millisecond, false)
 				}
 			}
 			if probe != 1 {
@@ -173,7 +173,7 @@ func TestPassiveHealthTimeline(t *testing.T) {
 			if c := serve(30); c[1] != 0 {
 				t.Fatalf("b picked %d more times while its probe is out", c[1])
 			}
-			b.Done(1, time.Millisecond, false) // the probe succeeds
+			b.release(1, time.Millisecond, false) // the probe succeeds
 			want := 5
 			if name == Fair {
 				want = 1 // its failure penalty, halved by the probe's success, lingers
@@ -182,14 +182,14 @@ func TestPassiveHealthTimeline(t *testing.T) {
 				t.Fatalf("b recovered but picked %d of 30", c[1])
 			}
 			// A failed probe puts it out for another fail_timeout.
-			b.Start(1)
-			b.Done(1, time.Millisecond, true)
+			b.hold(1)
+			b.release(1, time.Millisecond, true)
 			clock.add(11 * time.Second)
 			probe = -1
 			for k := 0; k < 60 && probe != 1; k++ {
 				probe = hcPick(t, b)
-				b.Start(probe)
-				b.Done(probe, time.Millisecond, probe == 1)
+				b.hold(probe)
+				b.release(probe, time.Millisecond, probe == 1)
 			}
 			if probe != 1 {
 				t.Fatal("no second probe")
@@ -219,26 +219,26 @@ func TestBackupOnlyWhenNoPrimary(t *testing.T) {
 				if i >= 2 {
 					t.Fatalf("pick %d: backup %d while primaries are available", k, i)
 				}
-				b.Start(i)
-				b.Done(i, time.Millisecond, false)
+				b.hold(i)
+				b.release(i, time.Millisecond, false)
 			}
-			b.Start(0) // a is full
+			b.hold(0) // a is full
 			if i := hcPick(t, b); i != 1 {
 				t.Fatalf("a full: %d, want b", i)
 			}
-			b.Start(1)
-			b.Done(1, time.Millisecond, true) // b failed: no primary left
+			b.hold(1)
+			b.release(1, time.Millisecond, true) // b failed: no primary left
 			seen := map[int]int{}
 			for k := 0; k < 20; k++ {
 				i := hcPick(t, b)
 				seen[i]++
-				b.Start(i)
-				b.Done(i, time.Millisecond, false)
+				b.hold(i)
+				b.release(i, time.Millisecond, false)
 			}
 			if seen[0]+seen[1] != 0 || seen[2] == 0 || seen[3] == 0 {
 				t.Fatalf("no primary available: picks %v, want both backups only", seen)
 			}
-			b.Done(0, time.Millisecond, false) // a has room again
+			b.release(0, time.Millisecond, false) // a has room again
 			if i := hcPick(t, b); i != 0 {
 				t.Fatalf("a free again: %d, want a", i)
 			}
@@ -251,18 +251,18 @@ func TestSingleBackendNoFailureAccounting(t *testing.T) {
 	bs[0].MaxFails = 1
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 	for k := 0; k < 3; k++ {
-		b.Start(0)
-		b.Done(0, time.Millisecond, true)
-		if i, err := b.Pick(""); err != nil || i != 0 {
+		b.hold(0)
+		b.release(0, time.Millisecond, true)
+		if i, err := b.choose(""); err != nil || i != 0 {
 			t.Fatalf("single backend after a failure: %d, %v (nginx keeps using it)", i, err)
 		}
 	}
 	// With a backup it is no longer single: failures count.
 	bs = append(bs, Backend{Address: "10.0.0.9:80", Weight: 1, Backup: true})
 	b = mustNew(t, Config{Strategy: LeastConn, Backends: bs})
-	b.Start(0)
-	b.Done(0, time.Millisecond, true)
-	if i, err := b.Pick(""); err != nil || i != 1 {
+	b.hold(0)
+	b.release(0, time.Millisecond, true)
+	if i, err := b.choose(""); err != nil || i != 1 {
 		t.Fatalf("failed primary with a backup: %d, %v; want the backup", i, err)
 	}
 }
@@ -287,12 +287,12 @@ func TestNoClockWhenHealthy(t *testing.T) {
 			b := mustNew(t, Config{Strategy: name, Backends: bs, Now: clock.now})
 			run := func() {
 				for k := 0; k < 200; k++ {
-					i, err := b.Pick(fmt.Sprintf("10.9.%d.1", k))
+					i, err := b.choose(fmt.Sprintf("10.9.%d.1", k))
 					if err != nil {
 						t.Fatal(err)
 					}
-					b.Start(i)
-					b.Done(i, time.Millisecond, false)
+					b.hold(i)
+					b.release(i, time.Millisecond, false)
 				}
 			}
 			run()
@@ -302,8 +302,8 @@ func TestNoClockWhenHealthy(t *testing.T) {
 			// A failure reads the clock, and so do the picks while the
 			// member has failures; once it is back (a success after a
 			// pick beyond fail_timeout), the picks stop reading it.
-			b.Start(0)
-			b.Done(0, time.Millisecond, true)
+			b.hold(0)
+			b.release(0, time.Millisecond, true)
 			if clock.count() == 0 {
 				t.Fatal("a failure did not read the clock")
 			}
@@ -329,10 +329,10 @@ func TestUpdateKeepsState(t *testing.T) {
 	}
 	clock := newHCClock()
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
-	b.Start(1)
-	b.Start(1) // b: 2 in flight
-	b.Start(2)
-	b.Done(2, time.Millisecond, true) // c failed
+	b.hold(1)
+	b.hold(1) // b: 2 in flight
+	b.hold(2)
+	b.release(2, time.Millisecond, true) // c failed
 	// c's effective weight is 1 - 1/1 = 0: the group is unsteady.
 	if isSteady(b.primary) {
 		t.Fatal("steady after c's failure")
@@ -355,7 +355,7 @@ func TestUpdateKeepsState(t *testing.T) {
 		}
 	}
 	// A request started on the old balancer ends there: the new one sees it.
-	b.Done(1, time.Millisecond, false)
+	b.release(1, time.Millisecond, false)
 	if nb.InFlight(1) != 1 {
 		t.Fatalf("b in flight after Done on the old balancer: %d", nb.InFlight(1))
 	}

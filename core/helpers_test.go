@@ -62,7 +62,7 @@ func checkSequences(t *testing.T, strategy string, cases []seqCase) {
 // there is none. where says which set and step, for the message.
 func pickLikeNginx(t *testing.T, b *Balancer, want int, where string) int {
 	t.Helper()
-	got, err := b.Pick("")
+	got, err := b.choose("")
 	if want < 0 {
 		if err != ErrNoBackend {
 			t.Fatalf("%s: got %d, %v; nginx finds none", where, got, err)
@@ -104,10 +104,10 @@ func checkConcurrentCounts(t *testing.T, b *Balancer, picks int, want func(i int
 // checkPickAllocs fails the test if Pick, or PickFunc with refuse, allocates.
 func checkPickAllocs(t *testing.T, b *Balancer, refuse func(i int) bool) {
 	t.Helper()
-	if a := testing.AllocsPerRun(1000, func() { b.Pick("") }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { b.choose("") }); a != 0 {
 		t.Fatalf("Pick allocates %v", a)
 	}
-	if a := testing.AllocsPerRun(1000, func() { b.PickFunc("", refuse) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { b.chooseFunc("", refuse) }); a != 0 {
 		t.Fatalf("PickFunc allocates %v", a)
 	}
 }
@@ -152,8 +152,8 @@ func playFailureTimelines(t *testing.T, strategy string, seed int64, subnet int,
 				continue
 			}
 			failed := fails(step, got)
-			b.Start(got)
-			b.Done(got, time.Millisecond, failed)
+			b.hold(got)
+			b.release(got, time.Millisecond, failed)
 			ref.free(want, failed, now)
 		}
 	}

@@ -64,12 +64,12 @@ func TestEffectiveWeight(t *testing.T) {
 			for k, s := range tt.steps {
 				switch s.do {
 				case "fail a":
-					b.Start(0)
-					b.Done(0, time.Millisecond, true)
+					b.hold(0)
+					b.release(0, time.Millisecond, true)
 				case "pick":
 					if i := hcPick(t, b); i >= 0 {
-						b.Start(i)
-						b.Done(i, time.Millisecond, false)
+						b.hold(i)
+						b.release(i, time.Millisecond, false)
 					}
 				case "recover b":
 					b.Recover(1)
@@ -166,11 +166,11 @@ func TestLatency(t *testing.T) {
 	for _, tt := range tests {
 		b := mustNew(t, Config{Strategy: tt.strategy, Backends: hcBackends(1, 1), Now: clock.now})
 		for _, d := range tt.done {
-			b.Start(0)
+			b.hold(0)
 			if d < 0 {
-				b.Done(0, -d, true)
+				b.release(0, -d, true)
 			} else {
-				b.Done(0, d, false)
+				b.release(0, d, false)
 			}
 		}
 		if got := b.Latency(0); got-tt.want > 1 || tt.want-got > 1 { // within a nanosecond of rounding
@@ -187,10 +187,10 @@ func TestLatency(t *testing.T) {
 func TestRequests(t *testing.T) {
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 1)})
 	for k := 0; k < 3; k++ {
-		b.Start(0)
-		b.Done(0, time.Millisecond, false)
+		b.hold(0)
+		b.release(0, time.Millisecond, false)
 	}
-	b.Start(1)
+	b.hold(1)
 	nb, err := b.Update(append(hcBackends(1, 1), Backend{Address: "10.0.0.9:80", Weight: 1}))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"net"
 	"strings"
 )
 
@@ -16,6 +15,9 @@ import (
 // An unavailable choice feeds the address bytes into the running hash again
 // (up to 20 more times), then nginx's round robin takes over. Down members
 // keep their place in the walk, so marking one down moves only its clients.
+
+// IPHash names the ip_hash strategy in Config.Strategy.
+const IPHash = "ip_hash"
 
 func init() {
 	register(IPHash, strategyInfo{hashed: true, build: buildIPHash})
@@ -32,26 +34,6 @@ type ipHash struct {
 	// byHash maps every possible hash value (0..6270) straight to the member
 	// nginx's walk reaches for it, so a candidate costs one load.
 	byHash []int32
-}
-
-// ipv4Hi[q] and ipv4Mid[q] are the terms of nginx's first hash of an IPv4
-// address (89*113^3 + q0*113^2 + q1*113 + q2, modulo 6271: see ipv4Hash) for
-// a first and a second octet q, each reduced modulo 6271. With the third
-// octet added they sum to below ipHashNone, and the quick-path table repeats
-// byHash past 6270, so that no modulo is needed: under the interpreter two
-// loads cost less than the conversions, products and modulo they replace.
-var ipv4Hi, ipv4Mid [256]int
-
-// ipHashNone is the last entry of ip_hash's quick-path table, past every
-// sum of ipv4Hi, ipv4Mid and an octet: -1, the entry of a key the quick path
-// does not read.
-const ipHashNone = 2*(ipHashMod-1) + 255 + 1
-
-func init() {
-	for q := 0; q < 256; q++ {
-		ipv4Hi[q] = (ipHashInit*ipHashMul*ipHashMul*ipHashMul + q*ipHashMul*ipHashMul) % ipHashMod
-		ipv4Mid[q] = q * ipHashMul % ipHashMod
-	}
 }
 
 // ipHashPow[k] is 113^k mod 6271. Feeding bytes b[0..n-1] into the running
@@ -76,66 +58,17 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 		s.byHash[h] = int32(walkFind(&ww, int64(h)%g.totalWeight))
 	}
 	if len(g.members) >= 2 {
-		// The quick path's table reaches past 6270, so that the interpreter
-		// can skip the modulo (see ipv4Hi): entry h is entry h%6271.
+		// The table reaches past 6270, so that ipHashFirst can skip the
+		// modulo (see ipv4Hi): entry h is entry h%6271.
 		look := lookIndices(g, s.byHash)
 		ext := make([]int32, ipHashNone+1)
 		for h := range ext {
 			ext[h] = look[h%ipHashMod]
 		}
 		ext[ipHashNone] = -1
-		g.setQuick(quickIPHash, ext)
+		g.setTable(tableIPHash, ext)
 	}
 	return s, nil
-}
-
-// pickIPHashQuick is PickIndex's quick path for ip_hash: the address's
-// first try, while the group is quiet and that member is not down. Compiled,
-// it reads IPv4 addresses only (the full pick reads the rest as cheaply).
-// Under the interpreter, where a loop over the characters costs microseconds
-// and the standard library's parser one call, it reads any address
-// net.ParseIP reads: dotted IPv4 text as parseIPv4 reads it (no leading
-// zeros, no zone), given in 16 bytes as "::ffff:a.b.c.d" is, which is IPv6
-// text to nginx; IPv6 text has a ':', IPv4 text none.
-func pickIPHashQuick(b *Balancer, key string) int {
-	g := b.primary
-	if len(g.flagged) == 0 || g.failing.Load() == 0 { // isQuiet(g)
-		h := ipHashNone
-		if !interpreted {
-			h = ipv4Hash(key)
-		} else if ip := net.ParseIP(key); len(ip) == net.IPv6len {
-			if strings.IndexByte(key, ':') < 0 {
-				h = ipv4Hi[ip[12]] + ipv4Mid[ip[13]] + int(ip[14]) // ipv4Hash's, before its modulo
-			} else {
-				h = ipv6Hash(ip)
-			}
-		}
-		if i := g.look[h]; i >= 0 {
-			return int(i)
-		}
-	}
-	return pickKey(b, key)
-}
-
-// ipv4Hash returns nginx's first hash of key when key is an IPv4 address
-// (the hash loop over its first three octets, unrolled), and ipHashNone
-// otherwise. It reads the address with parseIPv4, which allocates nothing
-// (the standard library's parser allocates its error for a key that is not
-// an address). Compiled, the products and the modulo cost less than the
-// loads of ipv4Hi and ipv4Mid, and keep the quick-path table's reads within
-// its first 6271 entries.
-func ipv4Hash(key string) int {
-	var q [16]byte
-	if !parseIPv4(key, &q, 0) {
-		return ipHashNone
-	}
-	return (ipHashInit*ipHashMul*ipHashMul*ipHashMul + int(q[0])*ipHashMul*ipHashMul + int(q[1])*ipHashMul + int(q[2])) % ipHashMod
-}
-
-// ipv6Hash is nginx's first hash of the IPv6 address ip (a function of its
-// own, so that the quick path's frame does not carry its values).
-func ipv6Hash(ip net.IP) int {
-	return (ipHashInit*ipHashPow[net.IPv6len] + ipHashSum(ip)) % ipHashMod
 }
 
 // ipHashSum is the sum the hash loop adds up over the bytes of addr:
@@ -148,11 +81,8 @@ func ipHashSum(addr []byte) int {
 	return sum
 }
 
-func (s *ipHash) pick(g *group, r request) int { return pickIPHash(s, g, &r) }
-
-// pickIPHash is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickIPHash(s *ipHash, g *group, r *request) int {
+func (s *ipHash) pick(g *group, req request) int {
+	r := &req
 	// nginx hands a single server to round robin directly.
 	if len(g.members) < 2 {
 		return fallback(g, r)

@@ -149,7 +149,7 @@ func TestIPHashFallbackAfterTries(t *testing.T) {
 	b := mustNew(t, Config{Strategy: IPHash, Backends: bs})
 	var got []int
 	for i := 0; i < 4; i++ {
-		j, err := b.PickFunc(key, without0)
+		j, err := b.chooseFunc(key, without0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,13 +162,13 @@ func TestIPHashFallbackAfterTries(t *testing.T) {
 
 func TestIPHashSingleBackend(t *testing.T) {
 	b := mustNew(t, Config{Strategy: IPHash, Backends: numbered(1)})
-	if i, err := b.Pick("192.0.2.1"); i != 0 || err != nil {
+	if i, err := b.choose("192.0.2.1"); i != 0 || err != nil {
 		t.Errorf("one backend: %d %v", i, err)
 	}
 	bs := numbered(1)
 	bs[0].Down = true
 	b = mustNew(t, Config{Strategy: IPHash, Backends: bs})
-	if _, err := b.Pick("192.0.2.1"); err != ErrNoBackend {
+	if _, err := b.choose("192.0.2.1"); err != ErrNoBackend {
 		t.Errorf("one down backend: %v, want ErrNoBackend", err)
 	}
 }

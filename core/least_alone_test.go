@@ -6,42 +6,59 @@ import (
 	"testing"
 )
 
-// least_conn's quick path under load picks as nginx's pass does, whether
-// one member has the fewest requests in flight per weight or several tie
-// (twin balancers, one kept off the quick path by a filter that refuses
-// nothing).
+// least_conn's steady read under load picks as nginx's pass does, whether
+// one member has the fewest requests in flight per weight or several tie:
+// twin balancers, one picking as Pick does and one kept to the full pick by
+// a filter that refuses nothing; a third picks through pickTable (the full
+// pick where it has no answer) and counts the steady read's answers, which
+// must be most of them, so that the comparison cannot pass by never taking
+// the steady read.
 func TestLeastAloneMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
+	answered, picks := 0, 0
 	for set := 0; set < 200; set++ {
 		n := 1 + rng.Intn(6)
 		var bs []Backend
 		for i := 0; i < n; i++ {
 			bs = append(bs, Backend{Address: fmt.Sprintf("10.2.0.%d:80", i+1), Weight: 1 + rng.Intn(4), MaxFails: 1})
 		}
-		quick := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
+		steady := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 		full := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
+		own := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
 		for i := 0; i < n; i++ {
 			for k := rng.Intn(5); k > 0; k-- {
-				quick.Start(i)
-				full.Start(i)
+				steady.hold(i)
+				full.hold(i)
+				own.hold(i)
 			}
 		}
 		all := func(int) bool { return true }
 		for k := 0; k < 20; k++ {
-			got := PickIndex(quick, "")
-			want, err := full.PickFunc("", all)
-			if err != nil || got != want {
-				t.Fatalf("set %d pick %d: quick %d, full %d (%v)", set, k, got, want, err)
+			got := pickKey(steady, "")
+			want, err := full.chooseFunc("", all)
+			o := pickTable(own, "")
+			if o != noAnswer {
+				answered++
+			} else {
+				o = pickFrom(own, request{b: own})
 			}
-			quick.Start(got)
-			full.Start(want)
+			picks++
+			if err != nil || got != want || o != want {
+				t.Fatalf("set %d pick %d: steady %d, pickTable's way %d, full %d (%v)", set, k, got, o, want, err)
+			}
+			steady.hold(got)
+			full.hold(want)
+			own.hold(o)
 		}
+	}
+	if answered < picks*9/10 {
+		t.Fatalf("the steady read answered %d of %d picks", answered, picks)
 	}
 }
 
-// tiedPass, least_conn's quick path for ties under load, picks as the full
+// tiedPass, least_conn's steady read for ties under load, picks as the full
 // pick does, pick for pick, through requests starting and ending at random:
-// twin balancers, one kept off the quick path by a filter that refuses
+// twin balancers, one kept off the steady read by a filter that refuses
 // nothing, over random weights (and weights beyond the schedule bound, where
 // smooth_wrr has no table, and groups around 64 members, beyond which a tie
 // has no mask). The counts of ties each way show that both of
@@ -69,8 +86,8 @@ func TestLeastTiedMatchesFullPick(t *testing.T) {
 		for k := 0; k < 400; k++ {
 			if len(held) > 0 && (rng.Intn(3) == 0 || len(held) > 4*n) {
 				j := rng.Intn(len(held))
-				quick.Done(held[j], 0, false)
-				full.Done(held[j], 0, false)
+				quick.release(held[j], 0, false)
+				full.release(held[j], 0, false)
 				held = append(held[:j], held[j+1:]...)
 				continue
 			}
@@ -82,8 +99,8 @@ func TestLeastTiedMatchesFullPick(t *testing.T) {
 					someTied++
 				}
 			}
-			got := PickIndex(quick, "")
-			want, err := full.PickFunc("", all)
+			got := pickKey(quick, "")
+			want, err := full.chooseFunc("", all)
 			if err != nil || got != want {
 				t.Fatalf("set %d step %d (weights %v, in flight %v): quick %d, full %d (%v)", set, k, bs, held, got, want, err)
 			}
@@ -91,8 +108,8 @@ func TestLeastTiedMatchesFullPick(t *testing.T) {
 			if qg, fg := quick.primary, full.primary; qg.sched.gate.Load() != fg.sched.gate.Load() || qg.ties.rec != fg.ties.rec {
 				t.Fatalf("set %d step %d: schedule gate %d, recorded %d; full pick's %d, %d", set, k, qg.sched.gate.Load(), qg.ties.rec, fg.sched.gate.Load(), fg.ties.rec)
 			}
-			quick.Start(got)
-			full.Start(want)
+			quick.hold(got)
+			full.hold(want)
 			held = append(held, got)
 		}
 	}

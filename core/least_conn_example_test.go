@@ -21,14 +21,18 @@ func Example_leastConn() {
 		fmt.Println(err)
 		return
 	}
+	var open []core.Ticket // the requests to 10.0.0.1, still in flight
 	for k := 0; k < 4; k++ {
-		i, _ := b.Pick("")
-		b.Start(i) // the request stays open
+		i, t := core.Pick(b, "", core.Filter{}) // the request stays open
+		if i == 0 {
+			open = append(open, t)
+		}
 		fmt.Println(b.Backend(i).Address, b.InFlight(0), b.InFlight(1))
 	}
-	b.Done(0, 20*time.Millisecond, false)
-	b.Done(0, 20*time.Millisecond, false)
-	i, _ := b.Pick("")
+	for _, t := range open {
+		core.Done(b, 0, t, 20*time.Millisecond, false)
+	}
+	i, _ := core.Pick(b, "", core.Filter{})
 	fmt.Println(b.Backend(i).Address)
 	// Output:
 	// 10.0.0.1:80 1 0

@@ -21,7 +21,7 @@ func hcBackends(weights ...int) []Backend {
 // hcPick picks and fails the test on an error.
 func hcPick(tb testing.TB, b *Balancer) int {
 	tb.Helper()
-	i, err := b.Pick("")
+	i, err := b.choose("")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -129,13 +129,13 @@ func TestLeastConnWorkedExamples(t *testing.T) {
 		b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(c.weights...)})
 		for i, n := range c.inflight {
 			for k := 0; k < n; k++ {
-				b.Start(i)
+				b.hold(i)
 			}
 		}
 		var seq []int
 		for range strings.Fields(c.want) {
 			i := hcPick(t, b)
-			b.Start(i) // nginx counts the connection at once
+			b.hold(i) // nginx counts the connection at once
 			seq = append(seq, i)
 		}
 		if got := letters(seq); got != c.want {
@@ -165,21 +165,21 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 		}
 		ref := newNginxLC(weights, down)
 		b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
-		if b.primary.quick != quickLeast {
-			t.Fatalf("set %d: quick path %d, want %d", set, b.primary.quick, quickLeast)
+		if b.primary.table != tableLeast {
+			t.Fatalf("set %d: quick path %d, want %d", set, b.primary.table, tableLeast)
 		}
 		for step := 0; step < 600; step++ {
 			if step%150 == 100 { // everything ends; then 30 picks at idle
 				for i := range ref.conns {
 					for ; ref.conns[i] > 0; ref.conns[i]-- {
-						b.Done(i, time.Millisecond, false)
+						b.release(i, time.Millisecond, false)
 					}
 				}
 				for k := 0; k < 30; k++ {
 					want := ref.pick()
 					if got := pickLikeNginx(t, b, want, fmt.Sprintf("set %d (weights %v down %v) step %d idle %d", set, weights, down, step, k)); got >= 0 {
-						b.Start(got)
-						b.Done(got, time.Millisecond, false)
+						b.hold(got)
+						b.release(got, time.Millisecond, false)
 						idlePicks++
 					}
 				}
@@ -188,7 +188,7 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 				i := rng.Intn(n)
 				if ref.conns[i] > 0 {
 					ref.conns[i]--
-					b.Done(i, time.Millisecond, false)
+					b.release(i, time.Millisecond, false)
 				}
 				continue
 			}
@@ -198,7 +198,7 @@ func TestLeastConnMatchesNginx(t *testing.T) {
 				continue
 			}
 			ref.conns[want]++
-			b.Start(got)
+			b.hold(got)
 		}
 	}
 	if idlePicks == 0 {
@@ -210,10 +210,10 @@ func TestLeastConnSkipsFullAndRefused(t *testing.T) {
 	bs := hcBackends(1, 1, 1)
 	bs[0].MaxConns = 1
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs})
-	b.Start(0) // a is full
-	b.Start(1)
-	b.Start(2)
-	b.Start(2)
+	b.hold(0) // a is full
+	b.hold(1)
+	b.hold(2)
+	b.hold(2)
 	// a is the least loaded per weight only if its cap is ignored.
 	for k := 0; k < 5; k++ {
 		if i := hcPick(t, b); i != 1 {
@@ -221,11 +221,11 @@ func TestLeastConnSkipsFullAndRefused(t *testing.T) {
 		}
 	}
 	notB := func(i int) bool { return i != 1 }
-	if i, err := b.PickFunc("", notB); err != nil || i != 2 {
+	if i, err := b.chooseFunc("", notB); err != nil || i != 2 {
 		t.Fatalf("refusing b: %d, %v; want c", i, err)
 	}
 	none := func(int) bool { return false }
-	if _, err := b.PickFunc("", none); err != ErrNoBackend {
+	if _, err := b.chooseFunc("", none); err != ErrNoBackend {
 		t.Fatalf("all refused: %v", err)
 	}
 }
@@ -253,7 +253,7 @@ func TestLeastConnTwoChoices(t *testing.T) {
 		if i == 7 {
 			t.Fatal("picked a down backend")
 		}
-		b.Start(i)
+		b.hold(i)
 	}
 	mean, hi := 2000.0/(n-1), int64(0)
 	for i := 0; i < n; i++ {
@@ -269,7 +269,7 @@ func TestLeastConnTwoChoices(t *testing.T) {
 	// The pair drawn is compared by in-flight per weight: a backend with
 	// nothing in flight beats any loaded one it is paired with.
 	for k := 0; k < 40; k++ {
-		b.Done(3, time.Millisecond, false)
+		b.release(3, time.Millisecond, false)
 	}
 	got := 0
 	for k := 0; k < 200; k++ {
@@ -281,19 +281,19 @@ func TestLeastConnTwoChoices(t *testing.T) {
 	if got < 2 || got > 20 {
 		t.Fatalf("emptied backend won %d of 200 picks, want about 8", got)
 	}
-	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
+	if a := testing.AllocsPerRun(200, func() { b.choose("") }); a != 0 {
 		t.Fatalf("two-choices pick allocates %v", a)
 	}
 }
 
 func TestLeastConnAllocs(t *testing.T) {
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: hcBackends(1, 2, 3, 1)})
-	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
+	if a := testing.AllocsPerRun(200, func() { b.choose("") }); a != 0 {
 		t.Fatalf("least_conn pick (ties) allocates %v", a)
 	}
-	b.Start(0)
-	b.Start(2)
-	if a := testing.AllocsPerRun(200, func() { b.Pick("") }); a != 0 {
+	b.hold(0)
+	b.hold(2)
+	if a := testing.AllocsPerRun(200, func() { b.choose("") }); a != 0 {
 		t.Fatalf("least_conn pick allocates %v", a)
 	}
 }
@@ -306,13 +306,13 @@ func TestLeastConnConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := 0; k < 2000; k++ {
-				i, err := b.Pick("")
+				i, err := b.choose("")
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				b.Start(i)
-				b.Done(i, time.Millisecond, k%50 == 0)
+				b.hold(i)
+				b.release(i, time.Millisecond, k%50 == 0)
 			}
 		}()
 	}
@@ -351,7 +351,7 @@ func benchLeastConn(b *testing.B, n int, two bool, load int) *Balancer {
 			k = (i*7919)%n + 1
 		}
 		for ; k > 0; k-- {
-			lb.Start(i)
+			lb.hold(i)
 		}
 	}
 	return lb
@@ -395,7 +395,7 @@ func BenchmarkLeastConn(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					lb.Pick("")
+					lb.choose("")
 				}
 			})
 		}

@@ -1,5 +1,8 @@
 package core
 
+// Random names the random strategy in Config.Strategy.
+const Random = "random"
+
 func init() {
 	register(Random, strategyInfo{build: buildRandom})
 }
@@ -17,42 +20,39 @@ type random struct {
 
 func buildRandom(g *group, c *Config) (strategy, error) {
 	s := &random{up: upPositions(g)}
-	g.setQuick(quickDraw, lookIndices(g, s.up))
+	g.setTable(tableDraw, lookIndices(g, s.up))
 	return s, nil
 }
 
-// pickDrawn is PickIndex's quick path for random and weighted_random: one
-// draw into look, which holds every member that is not down (weighted_random:
-// each as many times as its weight, over the weights' gcd), while the group
-// is quiet and steady (without a table, gate counts only the unsteady
-// members; random's draws do not need it, but a slow start is rare and its
-// full pick is O(1) too). The modulo's bias is below len(look)/2^64.
-func pickDrawn(b *Balancer, key string) int {
-	g := b.primary
-	if (len(g.flagged) == 0 || g.failing.Load() == 0) && g.sched.gate.Load() == 0 { // isQuiet(g), isSteady(g)
-		return int(g.look[b.rand()%uint64(len(g.look))])
-	}
-	return pickKey(b, key)
-}
-
-func (s *random) pick(g *group, r request) int { return pickRandom(s, g, &r) }
-
-// pickRandom is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickRandom(s *random, g *group, r *request) int {
+func (s *random) pick(g *group, req request) int {
+	r := &req
 	if len(s.up) == 0 {
 		return -1
 	}
 	n := uint64(len(s.up))
 	ramps := g.ramps.Load() != 0
 	for t := 0; t < randomTries; t++ {
-		i, lo := fastrange(r.b.rand(), n)
-		pos := int(s.up[i])
-		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, lo)) {
+		x := r.b.rand()
+		pos := tableDrawn(g, r, x)
+		if pos < 0 {
+			i, _ := fastrange(x, n)
+			pos = int(s.up[i])
+		}
+		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, mix64(x))) {
 			return pos
 		}
 	}
 	return sampleEligible(g, r, s.up, false)
+}
+
+// tableDrawn is the member position a draw x lands on in the group's table
+// (as pickTable draws it, so that one source of random values gives one
+// sequence whichever way a pick goes), or -1 when the group has none.
+func tableDrawn(g *group, r *request, x uint64) int {
+	if g.look == nil {
+		return -1
+	}
+	return r.b.members[g.look[x%g.lookLen]].pos
 }
 
 // keepDraw reports whether a random draw that landed on member m stands:

@@ -31,7 +31,7 @@ func drawCounts(t *testing.T, b *Balancer, n int, avail func(int) bool) []int {
 	t.Helper()
 	counts := make([]int, b.Len())
 	for i := 0; i < n; i++ {
-		p, err := b.PickFunc("", avail)
+		p, err := b.chooseFunc("", avail)
 		if err != nil {
 			t.Fatalf("pick %d: %v", i, err)
 		}
@@ -60,7 +60,7 @@ func TestRandomUniform(t *testing.T) {
 		})
 	}
 	b := mustNew(t, Config{Strategy: Random, Backends: testBackends([]int{1, 1}, nil)})
-	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+	if p, err := b.chooseFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }

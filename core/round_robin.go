@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 )
 
+// RoundRobin names the round_robin strategy in Config.Strategy.
+const RoundRobin = "round_robin"
+
 func init() {
 	register(RoundRobin, strategyInfo{build: buildRoundRobin})
 }
@@ -29,11 +32,8 @@ func buildRoundRobin(g *group, c *Config) (strategy, error) {
 	return s, nil
 }
 
-func (s *roundRobin) pick(g *group, r request) int { return pickRoundRobin(s, g, &r) }
-
-// pickRoundRobin is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickRoundRobin(s *roundRobin, g *group, r *request) int {
+func (s *roundRobin) pick(g *group, req request) int {
+	r := &req
 	if len(s.up) == 0 {
 		return -1
 	}

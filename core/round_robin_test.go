@@ -24,7 +24,7 @@ func TestRoundRobin(t *testing.T) {
 			b := mustNew(t, Config{Strategy: RoundRobin, Backends: testBackends(tt.weights, tt.down)})
 			var seq []int
 			for i := 0; i < (len(tt.want)+1)/2; i++ {
-				p, err := b.PickFunc("", tt.avail)
+				p, err := b.chooseFunc("", tt.avail)
 				if (p < 0) != (err == ErrNoBackend) {
 					t.Fatalf("pick %d: %d, %v", i, p, err)
 				}

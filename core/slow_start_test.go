@@ -67,8 +67,8 @@ func TestSlowStartShares(t *testing.T) {
 		got, picks := 0, 20*10+s.w // 20 periods of the smooth schedule
 		for k := 0; k < picks; k++ {
 			i := hcPick(t, b)
-			b.Start(i)
-			b.Done(i, time.Millisecond, false)
+			b.hold(i)
+			b.release(i, time.Millisecond, false)
 			if i == 1 {
 				got++
 			}
@@ -93,28 +93,28 @@ func TestSlowStartAfterRecovery(t *testing.T) {
 	b := mustNew(t, Config{Strategy: LeastConn, Backends: bs, Now: clock.now})
 	m := b.members[1]
 	// One failure (below max_fails), then a success after fail_timeout.
-	b.Start(1)
-	b.Done(1, time.Millisecond, true)
+	b.hold(1)
+	b.release(1, time.Millisecond, true)
 	clock.add(11 * time.Second)
 	for k := 0; k < 4; k++ { // picks b (its checked time moves on)
 		i := hcPick(t, b)
-		b.Start(i)
-		b.Done(i, time.Millisecond, false)
+		b.hold(i)
+		b.release(i, time.Millisecond, false)
 	}
 	if m.state.fails.Load() != 0 || m.ramping.Load() != 0 {
 		t.Fatalf("fails %d, ramping %d: a backend that stayed in must not ramp", m.state.fails.Load(), m.ramping.Load())
 	}
 	// Two failures: out; the probe after fail_timeout succeeds at t1.
-	b.Start(1)
-	b.Done(1, time.Millisecond, true)
-	b.Start(1)
-	b.Done(1, time.Millisecond, true)
+	b.hold(1)
+	b.release(1, time.Millisecond, true)
+	b.hold(1)
+	b.release(1, time.Millisecond, true)
 	clock.add(10*time.Second + time.Millisecond)
 	probed := false
 	for k := 0; k < 10 && !probed; k++ {
 		i := hcPick(t, b)
-		b.Start(i)
-		b.Done(i, time.Millisecond, false)
+		b.hold(i)
+		b.release(i, time.Millisecond, false)
 		probed = i == 1
 	}
 	if !probed || m.ramping.Load() != 1 {
@@ -142,9 +142,9 @@ func TestSlowStartLeastConn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := 0; k < 5; k++ {
-		b.Start(0)
+		b.hold(0)
 	}
-	b.Start(1)
+	b.hold(1)
 	// At 10% b weighs 0.1: 1/0.1 = 10 > 5/1, so a takes the pick.
 	if i := hcPick(t, b); i != 0 {
 		t.Fatalf("at 10%%: %d, want a", i)
@@ -211,8 +211,8 @@ func TestSlowStartWeightOneShares(t *testing.T) {
 					}
 					want += tt.share(f) / perSec
 					i := hcPick(t, b)
-					b.Start(i)
-					b.Done(i, time.Millisecond, false)
+					b.hold(i)
+					b.release(i, time.Millisecond, false)
 					if i == 2 {
 						got++
 					}

@@ -52,9 +52,9 @@ func TestSmoothWRRLearnsOrbitOverAvailable(t *testing.T) {
 				calls = 0
 				var got int
 				if versioned {
-					got, _ = b.PickVersion("", avail, version)
+					got, _ = b.chooseVersion("", avail, version)
 				} else {
-					got, _ = b.PickFunc("", avail)
+					got, _ = b.chooseFunc("", avail)
 				}
 				if want := ref.pick(func(i int) bool { return !out[i] }); got != want {
 					t.Fatalf("round %d phase %d (weights %v, out %v) pick %d: %d, nginx %d", round, phase, w, out, k, got, want)
@@ -96,7 +96,7 @@ func TestSmoothWRRVersionedConcurrent(t *testing.T) {
 			defer wg.Done()
 			for k := 0; k < 3000; k++ {
 				avail, v := view()
-				p, err := b.PickVersion("", avail, v)
+				p, err := b.chooseVersion("", avail, v)
 				if err != nil || !avail(p) {
 					errs <- "picked a refused backend"
 					return
@@ -116,12 +116,12 @@ func TestSmoothWRRVersionedConcurrent(t *testing.T) {
 	}
 	avail, v := view()
 	for k := 0; k < 2*sumInts(w)+2; k++ {
-		b.PickVersion("", avail, v)
+		b.chooseVersion("", avail, v)
 	}
 	if m := b.primary.strategy.(*smoothWRR).sched.mode(); m != 2 {
 		t.Fatalf("mode %d after two periods over a stable set, want 2 (learnt)", m)
 	}
-	if a := testing.AllocsPerRun(100, func() { b.PickVersion("", avail, v) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { b.chooseVersion("", avail, v) }); a != 0 {
 		t.Fatalf("a pick on the learnt orbit allocates %v", a)
 	}
 }
@@ -140,7 +140,7 @@ func TestSmoothWRRSeedAnywhere(t *testing.T) {
 		x := rng.Intn(len(w))
 		notX := func(i int) bool { return i != x }
 		check := func(k int, ok func(int) bool, what string) {
-			got, _ := b.PickFunc("", ok)
+			got, _ := b.chooseFunc("", ok)
 			if want := ref.pick(ok); got != want {
 				t.Fatalf("trial %d, %s, pick %d: %d, nginx %d", trial, what, k, got, want)
 			}
@@ -167,7 +167,7 @@ func TestSmoothWRRAdoptsVersion(t *testing.T) {
 	calls := 0
 	avail := func(i int) bool { calls++; return i != 2 }
 	for k := 0; k < 3*sumInts(w); k++ {
-		got, _ := b.PickFunc("", avail)
+		got, _ := b.chooseFunc("", avail)
 		if want := ref.pick(avail); got != want {
 			t.Fatalf("PickFunc pick %d: %d, nginx %d", k, got, want)
 		}
@@ -178,7 +178,7 @@ func TestSmoothWRRAdoptsVersion(t *testing.T) {
 	for _, version := range []uint64{7, 8} {
 		for k := 0; k < 5; k++ {
 			calls = 0
-			got, _ := b.PickVersion("", avail, version)
+			got, _ := b.chooseVersion("", avail, version)
 			if k > 0 && calls != 1 || k == 0 && calls < len(w)-1 {
 				t.Fatalf("version %d pick %d: %d calls of the filter", version, k, calls)
 			}

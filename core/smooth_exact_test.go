@@ -146,7 +146,7 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 				return avail == nil || avail(i)
 			}
 			want := ref.pick(ok)
-			got, err := b.PickFunc("", avail)
+			got, err := b.chooseFunc("", avail)
 			if want < 0 {
 				if err != ErrNoBackend {
 					t.Fatalf("set %d %+v step %d: got %d, %v; nginx has no peer", set, sc, step, got, err)
@@ -165,7 +165,7 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 			// Hold some requests (max_conns fills up), release others, and
 			// fail now and then (never max_fails times: the backend stays
 			// eligible, its effective weight drops and climbs back).
-			b.Start(got)
+			b.hold(got)
 			inflight[got]++
 			if !quiet && rng.Intn(3) == 0 {
 				held = append(held, got)
@@ -175,14 +175,14 @@ func TestSmoothWRRSkipsMatchNginx(t *testing.T) {
 					fails[got]++
 					ref.fail(got, sc.maxFails[got])
 				}
-				b.Done(got, time.Millisecond, failed)
+				b.release(got, time.Millisecond, failed)
 				inflight[got]--
 			}
 			for len(held) > 0 && (quiet || rng.Intn(2) == 0) {
 				k := rng.Intn(len(held))
 				p := held[k]
 				held = append(held[:k], held[k+1:]...)
-				b.Done(p, time.Millisecond, false)
+				b.release(p, time.Millisecond, false)
 				inflight[p]--
 			}
 			clock = clock.Add(time.Millisecond)
@@ -205,7 +205,7 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 	notA := func(i int) bool { return i != 0 }
 	for i := 0; i < 3; i++ {
 		want := ref.pick(notA)
-		if got, _ := b.PickFunc("", notA); got != want {
+		if got, _ := b.chooseFunc("", notA); got != want {
 			t.Fatalf("refused a, pick %d: %d, nginx %d", i, got, want)
 		}
 	}
@@ -215,7 +215,7 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 	back := -1
 	for i := 0; i < 60; i++ {
 		want := ref.pick(nil)
-		if got, _ := b.Pick(""); got != want {
+		if got, _ := b.choose(""); got != want {
 			t.Fatalf("pick %d after the refusals: %d, nginx %d", i, got, want)
 		}
 		if back < 0 && s.sched.mode() != 0 {
@@ -226,7 +226,7 @@ func TestSmoothWRRLearnsOrbit(t *testing.T) {
 	if back < 0 || back > 2*sumInts(w) {
 		t.Fatalf("back in table mode after %d picks, want at most %d", back, 2*sumInts(w))
 	}
-	if a := testing.AllocsPerRun(100, func() { b.Pick("") }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { b.choose("") }); a != 0 {
 		t.Fatalf("table pick allocates %v", a)
 	}
 }
@@ -254,7 +254,7 @@ func TestSmoothWRRSlowStartMatchesNginx(t *testing.T) {
 			ref.weight[2] = int(float64(20000) * (0.1 + 0.9*float64(el)/float64(10*time.Second)))
 		}
 		want := ref.pick(nil)
-		if got, _ := b.Pick(""); got != want {
+		if got, _ := b.choose(""); got != want {
 			t.Fatalf("pick %d at %v: %d, nginx %d", i, el, got, want)
 		}
 		clock = clock.Add(50 * time.Millisecond)
@@ -283,13 +283,13 @@ func TestSmoothWRRConcurrentSkips(t *testing.T) {
 			for i := 0; i < 3000; i++ {
 				x := rng.Intn(len(w) + 2)
 				avail := func(i int) bool { return i != x }
-				p, err := b.PickFunc("", avail)
+				p, err := b.chooseFunc("", avail)
 				if err != nil || p == x {
 					errs <- "bad pick"
 					return
 				}
-				b.Start(p)
-				b.Done(p, 0, false)
+				b.hold(p)
+				b.release(p, 0, false)
 			}
 		}(int64(gr))
 	}
@@ -344,24 +344,24 @@ func BenchmarkSmoothWRRFilter(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			// Past the learning: three periods.
 			for i := 0; i < 3*sumInts(w); i++ {
-				bal.PickFunc("", avail)
+				bal.chooseFunc("", avail)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				bal.PickFunc("", avail)
+				bal.chooseFunc("", avail)
 			}
 		})
 	}
 	bal := mustNew(b, Config{Strategy: SmoothWRR, Backends: testBackends(w, nil)})
 	b.Run("versioned_refusing", func(b *testing.B) {
 		for i := 0; i < 3*sumInts(w); i++ {
-			bal.PickVersion("", notFirst, 1)
+			bal.chooseVersion("", notFirst, 1)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			bal.PickVersion("", notFirst, 1)
+			bal.chooseVersion("", notFirst, 1)
 		}
 	})
 }

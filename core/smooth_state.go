@@ -71,7 +71,9 @@ func newSmoothState(g *group) *smoothState {
 		s.effective[i] = e
 		if e < m.weight {
 			s.low[i] = true
-			g.addUnsteady(1)
+			if g.lowUnsteady {
+				g.addUnsteady(1)
+			}
 		}
 	}
 	return s
@@ -172,9 +174,13 @@ func (s *smoothState) settle(i int, m *member) {
 	m.state.deficit.Store(int64(d))
 	if d > 0 && !s.low[i] {
 		s.low[i] = true
-		s.g.addUnsteady(1)
+		if s.g.lowUnsteady {
+			s.g.addUnsteady(1)
+		}
 	} else if d == 0 && s.low[i] {
 		s.low[i] = false
-		s.g.addUnsteady(-1)
+		if s.g.lowUnsteady {
+			s.g.addUnsteady(-1)
+		}
 	}
 }

@@ -2,8 +2,11 @@ package core
 
 import "sync/atomic"
 
+// SmoothWRR names the smooth_wrr strategy in Config.Strategy.
+const SmoothWRR = "smooth_wrr"
+
 func init() {
-	register(SmoothWRR, strategyInfo{build: buildSmoothWRR})
+	register(SmoothWRR, strategyInfo{smooth: always, build: buildSmoothWRR})
 }
 
 // Bounds on the precomputed schedules of smooth_wrr and gcd_wrr. A period of
@@ -98,7 +101,7 @@ func buildSmoothWRR(g *group, c *Config) (strategy, error) {
 
 // newSmoothWRR returns nginx's smooth weighted round robin over g, in table
 // mode at position start of its canonical period (reduced modulo the
-// period), and gives g the table strategies' quick path; beyond the schedule
+// period), and gives g the table strategies' table; beyond the schedule
 // bound, in exact mode for good.
 func newSmoothWRR(g *group, start uint64) *smoothWRR {
 	s := &smoothWRR{sched: &g.sched}
@@ -135,8 +138,8 @@ func staggerStart(c *Config) uint64 {
 
 func (s *smoothWRR) pick(g *group, r request) int { return pickSmoothWRR(s, g, &r) }
 
-// pickSmoothWRR is the pick as a plain function, which pickIn calls without going
-// through the interface.
+// pickSmoothWRR is the pick with the request by pointer, for least_conn's
+// pass among every member too.
 func pickSmoothWRR(s *smoothWRR, g *group, r *request) int {
 	// A pick from the canonical table is nginx's only when nginx's pass
 	// would see every member that is not down: a member skipped gains no
@@ -307,8 +310,8 @@ func (s *smoothWRR) seed(g *group, o *orbit, p int) {
 // pass's pick; among says it was a pass among some members only. Called
 // with g.smooth.mu held. It is a function with few values, and what an
 // unperturbed pass records is in record: most passes that are not clean
-// (least_conn's among some tied members) end here, and under the
-// interpreter a call pays for every value of its function.
+// (least_conn's among some tied members) end here (see interp.go for why
+// that matters).
 func follow(s *smoothWRR, g *group, r *request, best int, among bool) {
 	sm := g.smooth
 	if sm.current[best] == 0 && (among || sm.set == s.fullSet) && allZero(sm.current) {
@@ -355,9 +358,9 @@ func record(s *smoothWRR, g *group, r *request, best int) {
 
 // learn ends a recording of s.recPeriod passes: when nginx's state is back
 // where the recording began, its picks are the orbit, and the schedule
-// follows it. (A function of its own: under the interpreter a call pays
-// for every value of its function, and record, called on every
-// unperturbed pass, seldom comes here.) Called with g.smooth.mu held.
+// follows it. (A function of its own, so that record, called on every
+// unperturbed pass, does not carry its values: see interp.go.) Called with
+// g.smooth.mu held.
 func learn(s *smoothWRR, g *group) {
 	sm := g.smooth
 	s.rec = 0

@@ -140,7 +140,7 @@ func TestSmoothWRRConcurrentExactCounts(t *testing.T) {
 func countPicks(b *Balancer, n int, counts []int, wg *sync.WaitGroup) {
 	defer wg.Done()
 	for i := 0; i < n; i++ {
-		p, err := b.Pick("")
+		p, err := b.choose("")
 		if err != nil {
 			p = -1
 		}
@@ -156,7 +156,7 @@ func TestSmoothWRRRefusedSharesOut(t *testing.T) {
 	notB := func(i int) bool { return i != 1 }
 	counts := make([]int, 3)
 	for i := 0; i < 70; i++ {
-		p, err := b.PickFunc("", notB)
+		p, err := b.chooseFunc("", notB)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSmoothWRRRefusedSharesOut(t *testing.T) {
 		t.Fatalf("counts %v, want [50 0 20]", counts)
 	}
 	// Everything refused: no backend.
-	if p, err := b.PickFunc("", func(int) bool { return false }); err != ErrNoBackend || p != -1 {
+	if p, err := b.chooseFunc("", func(int) bool { return false }); err != ErrNoBackend || p != -1 {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }
@@ -189,7 +189,7 @@ func TestSmoothWRRExactPathFollowsNginx(t *testing.T) {
 		ref := newNginxSmooth(w, nil)
 		refuse := func(i int) bool { return i != 0 }
 		for i := 0; i < 2*sumInts(w); i++ {
-			p, err := b.PickFunc("", refuse)
+			p, err := b.chooseFunc("", refuse)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +251,7 @@ func TestSmoothWRRBackups(t *testing.T) {
 	primariesGone := func(i int) bool { return i >= 2 }
 	var seq []int
 	for i := 0; i < 8; i++ {
-		p, err := b.PickFunc("", primariesGone)
+		p, err := b.chooseFunc("", primariesGone)
 		if err != nil {
 			t.Fatal(err)
 		}

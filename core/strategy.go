@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -14,97 +15,76 @@ type strategy interface {
 	pick(g *group, r request) int
 }
 
-// Kinds of the strategies of this package, for pickIn's switch; 0 is any
-// other strategy.
-const (
-	kindOther = iota
-	kindBounded
-	kindFair
-	kindGcdWRR
-	kindIpHash
-	kindKetama
-	kindLeastConn
-	kindMaglev
-	kindModuloHash
-	kindRandom
-	kindRoundRobin
-	kindSmoothWRR
-	kindWeightedRandom
-)
-
-// kindOf returns the kind of strategy s, once per group: a switch on an
-// int then dispatches each pick.
-func kindOf(s strategy) int {
-	switch s.(type) {
-	case *bounded:
-		return kindBounded
-	case *fair:
-		return kindFair
-	case *gcdWRR:
-		return kindGcdWRR
-	case *ipHash:
-		return kindIpHash
-	case *ketama:
-		return kindKetama
-	case *leastConn:
-		return kindLeastConn
-	case *maglev:
-		return kindMaglev
-	case *moduloHash:
-		return kindModuloHash
-	case *random:
-		return kindRandom
-	case *roundRobin:
-		return kindRoundRobin
-	case *smoothWRR:
-		return kindSmoothWRR
-	case *weightedRandom:
-		return kindWeightedRandom
-	}
-	return kindOther
-}
-
-// pickIn is g.strategy.pick(g, r) for the strategies of this package, with
-// a switch on the group's strategy kind and a plain function call instead of
-// the call through the interface: under Traefik's interpreter they cost a
-// fraction of an interface method call, and compiled the switch is a jump
-// table. A strategy it does not list still works, through the interface.
-func pickIn(g *group, r *request) int {
-	switch g.kind {
-	case kindBounded:
-		return pickBounded(g.strategy.(*bounded), g, r)
-	case kindFair:
-		return pickFair(g.strategy.(*fair), g, r)
-	case kindGcdWRR:
-		return pickGCDWRR(g.strategy.(*gcdWRR), g, r)
-	case kindIpHash:
-		return pickIPHash(g.strategy.(*ipHash), g, r)
-	case kindKetama:
-		return pickKetama(g.strategy.(*ketama), g, r)
-	case kindLeastConn:
-		return pickLeastConn(g.strategy.(*leastConn), g, r)
-	case kindMaglev:
-		return pickMaglev(g.strategy.(*maglev), g, r)
-	case kindModuloHash:
-		return pickModulo(g.strategy.(*moduloHash), g, r)
-	case kindRandom:
-		return pickRandom(g.strategy.(*random), g, r)
-	case kindRoundRobin:
-		return pickRoundRobin(g.strategy.(*roundRobin), g, r)
-	case kindSmoothWRR:
-		return pickSmoothWRR(g.strategy.(*smoothWRR), g, r)
-	case kindWeightedRandom:
-		return pickWeightedRandom(g.strategy.(*weightedRandom), g, r)
-	}
-	return g.strategy.pick(g, *r)
-}
-
 // strategyInfo describes one strategy for the registry.
 type strategyInfo struct {
-	// hashed strategies pick by key; like nginx, they refuse backup backends.
+	// hashed strategies pick by key; like nginx, they refuse backup
+	// backends and slow starts.
 	hashed bool
+	// counts and times are the strategy's Traits.Counts and Times for a
+	// config (url_hash counts in its bounded mode only); nil is false.
+	counts, times func(c *Config) bool
+	// failStatus is Traits.FailStatus.
+	failStatus string
+	// total says whether a balancer New builds from c counts requests in
+	// flight over all its backends too (Update keeps the answer: a count
+	// begun later would miss the requests already in flight); nil is
+	// false.
+	total func(c *Config) bool
+	// smooth says whether the strategy's table follows nginx's effective
+	// weights (smooth_wrr's schedule, least_conn's ties), so that a member
+	// whose effective weight a failure lowered makes the group unsteady;
+	// nil is false.
+	smooth func(c *Config) bool
 	// build makes the strategy's state for one group, or rejects the options.
 	build func(g *group, c *Config) (strategy, error)
+}
+
+// traits returns what the strategy needs from its host for config c.
+func (info strategyInfo) traits(c *Config) Traits {
+	t := Traits{Key: info.hashed, SlowStart: !info.hashed, Backup: !info.hashed, FailStatus: info.failStatus}
+	t.Counts = info.counts != nil && info.counts(c)
+	t.Times = info.times != nil && info.times(c)
+	return t
+}
+
+// always is a strategyInfo's counts or times for a strategy that always
+// counts or times.
+func always(*Config) bool { return true }
+
+// Traits says what a strategy needs from the host that runs it, as the
+// strategy declares it: the plugins and the nginx converter read it instead
+// of knowing each strategy by name.
+type Traits struct {
+	// Key: a pick hashes a key the host supplies (ip_hash: the client's
+	// address; url_hash: the key it is configured with).
+	Key bool
+	// Counts: the balancer counts requests in flight (least_conn, fair,
+	// url_hash's bounded mode; a backend with max_conns makes any
+	// strategy's balancer count), so every request a pick begins must
+	// reach Done (its ticket is never 0).
+	Counts bool
+	// Times: the strategy keeps a latency estimate of each backend (fair),
+	// so Done must be given the answer's real latency (or SincePick).
+	Times bool
+	// SlowStart and Backup: backends may have a slow start, or be
+	// backups. The hash strategies refuse both, as nginx refuses backups
+	// (and NGINX Plus slow_start) with its hash methods: a key's backend
+	// follows the configured weights.
+	SlowStart, Backup bool
+	// FailStatus lists the answer statuses that count as a backend's
+	// failure by default, as ParseStatuses reads them ("5xx" for fair,
+	// whose estimate must not reward fast failures); "" for none.
+	FailStatus string
+}
+
+// TraitsOf returns what strategy needs from its host, with url_hash's hash
+// mode (the other strategies take none).
+func TraitsOf(strategy, hashMode string) (Traits, error) {
+	info, ok := strategies[strategy]
+	if !ok {
+		return Traits{}, fmt.Errorf("lbpack: strategy %q: unknown (want one of %s)", strategy, strategyNames())
+	}
+	return info.traits(&Config{Strategy: strategy, HashMode: hashMode}), nil
 }
 
 // strategies is the registry; each strategy's file adds itself in init.
@@ -129,26 +109,25 @@ type group struct {
 	members []*member
 	// counts and milli hold, by position, what least_conn's scans read of
 	// each member: its count of requests in flight and its configured
-	// weight in thousandths, one index away (under the interpreter every
-	// selector of an expression costs the call an allocation).
+	// weight in thousandths, one index away.
 	counts []*atomic.Int64
 	milli  []int64
 	picks  []*atomic.Int64 // fair's lastPick, likewise
 	// board is fair's estimates of a group it scores in whole, for its
-	// quick path (see fairBoard); nil otherwise.
+	// steady read (see fairBoard); nil otherwise.
 	board *fairBoard
-	// size is len(members), lookLen len(look), as the quick paths divide
-	// by them; scan is true when fair scores the group in whole.
+	// size is len(members), lookLen len(look), as the table reads divide
+	// by them; fairAll is true when fair scores the group in whole.
 	size, lookLen uint64
-	scan          bool
-	// gate is &sched.gate, one selector shorter for the interpreter.
+	fairAll       bool
+	// gate is &sched.gate, one selector shorter.
 	gate *atomic.Int64
 	// allMask has a bit for each member, up to tieBits (least_conn's tie
 	// masks).
 	allMask uint64
-	// leastQuick is true when least_conn's quick path may run whenever the
-	// group is steady and quiet: every member is up and none has max_conns.
-	leastQuick bool
+	// leastScan is true when least_conn's steady read may scan the group:
+	// every member is up, none has max_conns, and a tie fits a mask.
+	leastScan bool
 	// watch is failing when a member has max_fails or max_conns, and
 	// otherwise a count that stays 0 (noFailing): a group that is not
 	// capped is quiet while it reads 0, in one load (isQuiet).
@@ -157,7 +136,6 @@ type group struct {
 	// it so that marking a backend down does not remap the others.
 	totalWeight int64 // 64-bit: on 32-bit platforms an int sum wraps
 	strategy    strategy
-	kind        int // kindOf(strategy)
 	// smooth is nginx's exact smooth weighted round robin over this group:
 	// smooth_wrr's path when its table does not apply, the tie-break of
 	// least_conn, and the fallback of the hash strategies after 20 tries.
@@ -190,9 +168,16 @@ type group struct {
 	// group is not capped, every flagged member is eligible: a member with
 	// max_fails is out only after failures.
 	failing *atomic.Int32
+	// lowUnsteady says whether a member whose effective weight is lowered
+	// counts as unsteady (strategyInfo.smooth): not for the others, whose
+	// tables do not follow effective weights (a hash strategy's maps keys
+	// by configured weight; only its round-robin fallback runs nginx's
+	// smooth pass, which reads the effective weights itself).
+	lowUnsteady bool
 	// penalize says whether a failure lowers the member's effective weight:
 	// for the strategies that run nginx's smooth pass (smooth_wrr, least_conn's
-	// ties, the hash strategies' fallback), as nginx does. The others have no
+	// ties, the hash strategies' fallback: strategyInfo.smooth or hashed), as
+	// nginx does. The others have no
 	// effective weight, and nothing would ever restore it.
 	penalize bool
 	// sched is the schedule of a table strategy (smooth_wrr, gcd_wrr,
@@ -202,10 +187,10 @@ type group struct {
 	// weight lowered by failures, or a slow start in progress). While any
 	// is, strategies with precomputed tables take nginx's exact path.
 	sched schedule
-	// quick is the group's quick path (see quickTable and after).
-	quick int
-	// look is the quick path's table (see the quick paths): a backend index
-	// per entry, or -1 where the quick path gives way to the full pick.
+	// table is the kind of the group's table (see table.go).
+	table int
+	// look is the group's table: a backend index per entry, or -1 where
+	// the full pick answers.
 	look []int32
 	// cur is the table strategies' cursor into look, and fair's pick
 	// counter.
@@ -218,45 +203,6 @@ type group struct {
 	// lookScale is bounded's c / W (W the total weight of the members not
 	// down): the cap per unit of weight per request in flight.
 	lookScale float64
-}
-
-// setQuick gives the group quick path kind over look. A group whose members
-// have max_conns gets none: only a look at each one's requests in flight
-// tells whether it is eligible.
-func (g *group) setQuick(kind int, look []int32) {
-	if g.capped || len(look) == 0 {
-		return
-	}
-	g.quick, g.look, g.lookLen = kind, look, uint64(len(look))
-}
-
-// setSchedule gives the group the table strategies' quick path over its
-// canonical schedule (member positions) and the schedule's cursor: look holds
-// the schedule's backend indices, the same slice when positions are indices.
-// (A schedule holds no member that is down.)
-func (g *group) setSchedule(table []int32, cur *cursor) {
-	look := table
-	for _, p := range table {
-		if g.members[p].index != int(p) {
-			look = lookIndices(g, table)
-			break
-		}
-	}
-	g.quick, g.look, g.lookLen, g.cur = quickTable, look, uint64(len(look)), cur
-}
-
-// lookIndices returns t with each member position replaced by the member's
-// backend index, and by -1 for a member that is down.
-func lookIndices(g *group, t []int32) []int32 {
-	look := make([]int32, len(t))
-	for k, p := range t {
-		if m := g.members[p]; m.down {
-			look[k] = -1
-		} else {
-			look[k] = int32(m.index)
-		}
-	}
-	return look
 }
 
 // schedule is a table strategy's precomputed cycle of member positions, as
@@ -278,23 +224,6 @@ type schedule struct {
 const (
 	modeBits = 8
 	modeMask = 1<<modeBits - 1
-)
-
-// Quick paths, which PickIndex follows by the group's quick field (fixed
-// when the group is built): while the group is quiet, each is the read of one
-// precomputed table, and each falls back to the strategy's full pick where
-// its table has no answer (entry -1, or gate not 1 for the schedule).
-const (
-	quickNone    = iota
-	quickTable   // smooth_wrr, gcd_wrr, round_robin: the canonical schedule, while gate is 1
-	quickDraw    // random, weighted_random (while steady): look[rand % len(look)]
-	quickCRC     // url_hash ketama and modulo: look[crc >> lookShift]
-	quickMaglev  // url_hash maglev: look is the Maglev table
-	quickBounded // url_hash bounded: ketama's bucket, while under its cap
-	quickIPHash  // ip_hash: look[nginx's first hash of the address] (see ipv4Hi)
-	quickTwo     // least_conn two_choices (while steady): the better of two draws into look
-	quickLeast   // least_conn: pickLeastQuick's scan, and tiedPass at a tie (the canonical schedule when every member ties and gate is 1)
-	quickFair    // fair (while steady, no member down): its rules, with the first candidate drawn from look
 )
 
 // mode returns the schedule's mode (see gate).
@@ -347,7 +276,7 @@ func (s *schedule) follow(k int, o *orbit) {
 // eligible when the caller has no filter. It may say no when the members are
 // in fact eligible (then the caller checks them one by one), never the
 // reverse. (This and the other helpers of the pick path are functions, not
-// methods: under the interpreter a method call costs several function calls.)
+// methods, to keep the pick path's calls plain.)
 func isQuiet(g *group) bool {
 	return !g.capped && g.watch.Load() == 0
 }
@@ -366,7 +295,8 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	c := &b.cfg
 	g := &group{members: members, failing: b.failing}
 	g.gate = &g.sched.gate
-	g.penalize = c.Strategy == SmoothWRR || c.Strategy == LeastConn || info.hashed
+	g.penalize = info.smooth != nil || info.hashed
+	g.lowUnsteady = info.smooth != nil && info.smooth(c)
 	g.plain, g.allUp = true, true
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
@@ -398,7 +328,6 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 		return nil, err
 	}
 	g.strategy = s
-	g.kind = kindOf(s)
 	return g, nil
 }
 
@@ -542,8 +471,7 @@ func takeTurn(t *rampTurns, r *request, m *member) bool {
 // usable reports whether member m may be picked now: not down, not full,
 // not failed, and not refused by the caller. It is small enough to inline
 // for the common case of a member with no flags and no caller's filter. It
-// and check are functions, not methods: under the interpreter a method call
-// costs about four function calls.
+// and check are functions, not methods, as the pick path's helpers are.
 func usable(r *request, m *member) bool {
 	return m.plain && r.avail == nil || check(r, m)
 }

@@ -13,8 +13,8 @@ func TestUpdateTurningMaxFailsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := 0; k < 5; k++ {
-		b.Start(0)
-		b.Done(0, 0, true)
+		b.hold(0)
+		b.release(0, 0, true)
 	}
 	if f := b.Fails(0); f != 5 {
 		t.Fatalf("fails with max_fails 0: %d, want 5 (nginx counts them)", f)
@@ -26,7 +26,7 @@ func TestUpdateTurningMaxFailsOn(t *testing.T) {
 	}
 	picks := map[int]int{}
 	for k := 0; k < 10; k++ {
-		i, err := u.Pick("")
+		i, err := u.choose("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,15 +38,15 @@ func TestUpdateTurningMaxFailsOn(t *testing.T) {
 
 	// Failures counted under max_fails stay across an Update that keeps it.
 	for k := 0; k < 1; k++ {
-		u.Start(0)
-		u.Done(0, 0, true)
+		u.hold(0)
+		u.release(0, 0, true)
 	}
 	v, err := u.Update(on)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := 0; k < 4; k++ {
-		if i, _ := v.Pick(""); i != 1 {
+		if i, _ := v.choose(""); i != 1 {
 			t.Fatalf("pick %d after a failure under max_fails 1: %d, want 1 (0 is out for fail_timeout)", k, i)
 		}
 	}

@@ -2,9 +2,7 @@ package core
 
 import (
 	"fmt"
-	"hash/crc32"
 	"math"
-	"reflect"
 	"strconv"
 )
 
@@ -13,9 +11,24 @@ import (
 // backend: try another candidate a bounded number of times (hashTries), then
 // fall back to nginx's round robin.
 
+// URLHash names the url_hash strategy in Config.Strategy.
+const URLHash = "url_hash"
+
+// Hash modes accepted in Config.HashMode (url_hash only).
+const (
+	HashKetama  = "ketama"
+	HashModulo  = "modulo"
+	HashMaglev  = "maglev"
+	HashBounded = "bounded"
+)
+
 func init() {
-	register(URLHash, strategyInfo{hashed: true, build: buildURLHash})
+	register(URLHash, strategyInfo{hashed: true, counts: boundedMode, total: boundedMode, build: buildURLHash})
 }
+
+// boundedMode is url_hash's Traits.Counts and strategyInfo.total: its
+// bounded mode counts requests in flight, over all backends too.
+func boundedMode(c *Config) bool { return c.HashMode == HashBounded }
 
 // hashTries is how many further candidates nginx's hash methods examine when
 // a candidate is unavailable before they fall back to round robin: the first
@@ -58,8 +71,7 @@ const crcPoly = 0xedb88320
 
 // crcTable holds the IEEE CRC-32 tables for slicing by 8, table k at
 // [k*256:], so that keys of any length are hashed from the string itself,
-// without a []byte copy. (One flat array: yaegi indexes nested arrays
-// several times slower.)
+// without a []byte copy. (One flat array: see interp.go.)
 var crcTable [8 * 256]uint32
 
 // rehashCRC[t] is the CRC-32 register after nginx's rehash prefix: the
@@ -67,8 +79,8 @@ var crcTable [8 * 256]uint32
 var rehashCRC [hashTries + 1]uint32
 
 func init() {
-	// The table is computed here rather than copied from hash/crc32: yaegi
-	// misreads the element type of crc32.IEEETable.
+	// The table is computed here rather than copied from hash/crc32, whose
+	// IEEETable Traefik's plugin loader misreads (see interp.go).
 	for i := 0; i < 256; i++ {
 		c := uint32(i)
 		for k := 0; k < 8; k++ {
@@ -118,39 +130,6 @@ func crcUpdate32(crc, v uint32) uint32 {
 	return crc
 }
 
-// crcString is the CRC-32 (IEEE) checksum of s: nginx's ngx_crc32_long.
-// Compiled, the loop above allocates nothing (the standard library's
-// checksum takes a []byte, which would copy s); interpreted, that loop costs
-// about 1 us per 8 bytes, and the standard library's compiled checksum one
-// call.
-func crcString(s string) uint32 {
-	if interpreted {
-		return crc32.ChecksumIEEE([]byte(s))
-	}
-	return ^crcUpdate(0xffffffff, s)
-}
-
-// pickCRCQuick is PickIndex's quick path for ketama and modulo: look's entry
-// for the key's CRC-32 shifted right by lookShift (ketama: the ring's bucket;
-// modulo: nginx's first hash is bits 16-30), while the group is quiet.
-// (Members of a hash strategy are all primary: a position is a backend index.)
-func pickCRCQuick(b *Balancer, key string) int {
-	g := b.primary
-	if key != "" && (len(g.flagged) == 0 || g.failing.Load() == 0) { // isQuiet(g)
-		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
-			return int(i)
-		}
-	}
-	return pickKey(b, key)
-}
-
-// interpreted is true when this package runs under an interpreter such as
-// Traefik's (yaegi), whose types have no names in package reflect. Only the
-// cost of a computation depends on it, never its result.
-var interpreted bool = reflect.TypeOf(nameProbe{}).Name() == ""
-
-type nameProbe struct{}
-
 // Fixed constants of the 64-bit key hash (the primes of xxHash64). They are
 // constants on purpose: every process, on every machine, maps every key to
 // the same backend, so a fleet of proxies agrees without coordination.
@@ -169,8 +148,8 @@ const (
 // bit over the result.
 func hashString(s string, seed uint64) uint64 {
 	// Rotations are written out: the compiler makes the same instruction of
-	// them as of bits.RotateLeft64, and Traefik's interpreter saves a call
-	// into compiled code per rotation.
+	// them as of bits.RotateLeft64, and a plugin loader saves a call per
+	// rotation (see interp.go).
 	h := seed + hashP5 + uint64(len(s))*hashP1
 	for len(s) >= 8 {
 		lane := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |

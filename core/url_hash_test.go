@@ -39,7 +39,7 @@ func numbered(n int) []Backend {
 
 func pickAddr(tb testing.TB, b *Balancer, key string) string {
 	tb.Helper()
-	i, err := b.Pick(key)
+	i, err := b.choose(key)
 	if err != nil {
 		tb.Fatalf("Pick(%q): %v", key, err)
 	}
@@ -276,7 +276,7 @@ func checkAgainstRef(t *testing.T, b *Balancer, keys []string, avail []bool, ref
 		anyOK = anyOK || a
 	}
 	for _, k := range keys {
-		got, err := b.PickFunc(k, ok)
+		got, err := b.chooseFunc(k, ok)
 		want := ref(k, ok)
 		switch {
 		case want >= 0 && (err != nil || got != want):
@@ -369,8 +369,8 @@ func TestHashDownMovesOnlyItsKeys(t *testing.T) {
 				if c.strategy == IPHash {
 					k = fmt.Sprintf("%d.%d.%d.1", 10+i>>16, i>>8&0xff, i&0xff)
 				}
-				before, _ := all.Pick(k)
-				after, _ := down.Pick(k)
+				before, _ := all.choose(k)
+				after, _ := down.choose(k)
 				if before != after {
 					if before != 4 {
 						t.Fatalf("key %q moved from %d to %d though only 4 went down", k, before, after)
@@ -394,7 +394,7 @@ func TestHashRoundRobinCases(t *testing.T) {
 		b := mustNew(t, Config{Strategy: URLHash, HashMode: mode, Backends: numbered(3)})
 		var got []int
 		for i := 0; i < 6; i++ {
-			j, err := b.Pick("")
+			j, err := b.choose("")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,10 +404,10 @@ func TestHashRoundRobinCases(t *testing.T) {
 			t.Errorf("%s, empty key: %v, want round robin 0 1 2 0 1 2", mode, got)
 		}
 		one := mustNew(t, Config{Strategy: URLHash, HashMode: mode, Backends: numbered(1)})
-		if j, err := one.Pick("k"); j != 0 || err != nil {
+		if j, err := one.choose("k"); j != 0 || err != nil {
 			t.Errorf("%s, one backend: %d %v", mode, j, err)
 		}
-		if _, err := one.PickFunc("k", func(int) bool { return false }); !errors.Is(err, ErrNoBackend) {
+		if _, err := one.chooseFunc("k", func(int) bool { return false }); !errors.Is(err, ErrNoBackend) {
 			t.Errorf("%s, one refused backend: %v, want ErrNoBackend", mode, err)
 		}
 	}
@@ -447,7 +447,7 @@ func TestHashFallbackAfterTries(t *testing.T) {
 		b := mustNew(t, Config{Strategy: URLHash, HashMode: c.mode, Backends: bs})
 		var got []int
 		for i := 0; i < 4; i++ {
-			j, err := b.PickFunc(key, without0)
+			j, err := b.chooseFunc(key, without0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -471,7 +471,7 @@ func TestKetamaNextPoint(t *testing.T) {
 		for owner(next) == first {
 			next = (next + 1) % len(ring.keys)
 		}
-		got, err := b.PickFunc(k, func(j int) bool { return j != first })
+		got, err := b.chooseFunc(k, func(j int) bool { return j != first })
 		if err != nil || got != owner(next) {
 			t.Fatalf("key %q: %d %v, want the next point's %d", k, got, err, owner(next))
 		}
@@ -514,13 +514,13 @@ func TestHashConcurrentPicks(t *testing.T) {
 		b := mustNew(t, Config{Strategy: c.strategy, HashMode: c.mode, Backends: numbered(30)})
 		want := make([]int, len(keys))
 		for i, k := range keys {
-			want[i], _ = b.Pick(k)
+			want[i], _ = b.choose(k)
 		}
 		errs := make(chan string, 8)
 		for w := 0; w < 8; w++ {
 			go func() {
 				for i, k := range keys {
-					if got, err := b.Pick(k); err != nil || got != want[i] {
+					if got, err := b.choose(k); err != nil || got != want[i] {
 						errs <- fmt.Sprintf("%s %s key %q: %d %v, want %d", c.strategy, c.mode, k, got, err, want[i])
 						return
 					}
@@ -548,9 +548,9 @@ func TestURLHashPicksAllocateNothing(t *testing.T) {
 		}
 		avail := func(i int) bool { return i%3 != 0 }
 		if n := testing.AllocsPerRun(200, func() {
-			b.Pick(k)
-			b.PickFunc(k, avail)
-			b.Pick("")
+			b.choose(k)
+			b.chooseFunc(k, avail)
+			b.choose("")
 		}); n != 0 {
 			t.Errorf("%s %s: %v allocations per pick", c.strategy, c.mode, n)
 		}
@@ -603,14 +603,14 @@ func BenchmarkHashPick(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					bal.Pick(ks[i&4095])
+					bal.choose(ks[i&4095])
 				}
 			})
 			b.Run(fmt.Sprintf("%s/n=%d/parallel", c.name, n), func(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for i := 0; pb.Next(); i++ {
-						bal.Pick(ks[i&4095])
+						bal.choose(ks[i&4095])
 					}
 				})
 			})

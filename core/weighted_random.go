@@ -1,5 +1,8 @@
 package core
 
+// WeightedRandom names the weighted_random strategy in Config.Strategy.
+const WeightedRandom = "weighted_random"
+
 func init() {
 	register(WeightedRandom, strategyInfo{build: buildWeightedRandom})
 }
@@ -16,7 +19,7 @@ type weightedRandom struct {
 
 func buildWeightedRandom(g *group, c *Config) (strategy, error) {
 	up := upPositions(g)
-	g.setQuick(quickDraw, weightedLook(g, up))
+	g.setTable(tableDraw, weightedLook(g, up))
 	return &weightedRandom{up: up, aliasTable: newAliasTable(g, up)}, nil
 }
 
@@ -141,9 +144,8 @@ func newPairDraw(g *group) pairDraw {
 }
 
 // redraw draws a second candidate from look again, up to pairTries times,
-// while it repeats the first, i. (A function of its own: the interpreter
-// allocates a frame's every slot on every call, so rare work stays out of
-// the frames of the paths that seldom need it.)
+// while it repeats the first, i. (A function of its own, so that rare work
+// stays out of the frames of the paths that seldom need it: see interp.go.)
 func redraw(b *Balancer, look []int32, i int32) int32 {
 	n := uint64(len(look))
 	j := i
@@ -176,11 +178,8 @@ func drawPair(d *pairDraw, x uint64, n int) (i, j int, ok bool) {
 	return i, j, true
 }
 
-func (s *weightedRandom) pick(g *group, r request) int { return pickWeightedRandom(s, g, &r) }
-
-// pickWeightedRandom is the pick as a plain function, which pickIn calls without going
-// through the interface.
-func pickWeightedRandom(s *weightedRandom, g *group, r *request) int {
+func (s *weightedRandom) pick(g *group, req request) int {
+	r := &req
 	if len(s.cells) == 0 {
 		return -1
 	}
@@ -190,9 +189,12 @@ func pickWeightedRandom(s *weightedRandom, g *group, r *request) int {
 	ramps := g.ramps.Load() != 0
 	for t := 0; t < randomTries; t++ {
 		x := r.b.rand()
-		pos := aliasDraw(&s.aliasTable, x)
+		pos := tableDrawn(g, r, x)
+		if pos < 0 {
+			pos = int(aliasDraw(&s.aliasTable, x))
+		}
 		if m := g.members[pos]; usable(r, m) && (!ramps || keepDraw(r, m, mix64(x))) {
-			return int(pos)
+			return pos
 		}
 	}
 	return sampleEligible(g, r, s.up, true)

@@ -56,7 +56,7 @@ func TestWeightedRandomShares(t *testing.T) {
 		})
 	}
 	b := mustNew(t, Config{Strategy: WeightedRandom, Backends: testBackends(w, nil)})
-	if p, err := b.PickFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
+	if p, err := b.chooseFunc("", func(int) bool { return false }); p != -1 || err != ErrNoBackend {
 		t.Fatalf("all refused: %d, %v", p, err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // runs core's least_conn. What differs is what nginx counts as a failure: a
 // 500 is not one unless proxy_next_upstream lists http_500, and by default it
 // does not, so error answers reach the model as successes.
-type nginxLeastConn struct{ lbpack }
+type nginxLeastConn struct{ *lbpack }
 
 // NginxLeastConn is the model of nginx's least_conn with its defaults.
 func NginxLeastConn() Contender {
@@ -26,8 +26,8 @@ func NginxLeastConn() Contender {
 			if err != nil {
 				return nil, err
 			}
-			return nginxLeastConn{lbpack{b}}, nil
+			return nginxLeastConn{newLbpack(b)}, nil
 		}}
 }
 
-func (n nginxLeastConn) Done(i int, latency time.Duration, _ bool) { n.b.Done(i, latency, false) }
+func (n nginxLeastConn) Done(i int, latency time.Duration, _ bool) { n.lbpack.Done(i, latency, false) }

@@ -75,21 +75,41 @@ type Contender struct {
 	New  func(Env) (Policy, error)
 }
 
-// lbpack drives a core.Balancer as a proxy does.
-type lbpack struct{ b *core.Balancer }
+// lbpack drives a core.Balancer as a proxy does: Pick begins the request,
+// Done ends it with its latency. A request's ticket waits in open, by
+// backend, for its Done: with the latency given, any ticket of a backend's
+// requests ends any of them alike.
+type lbpack struct {
+	b    *core.Balancer
+	open [][]core.Ticket
+}
 
-// Pick goes through PickFunc with no refusals of its own, as the plugins do
-// when every upstream is healthy.
-func (p lbpack) Pick(key string) int {
-	i, err := p.b.PickFunc(key, nil)
-	if err != nil {
-		return -1
+func newLbpack(b *core.Balancer) *lbpack {
+	return &lbpack{b: b, open: make([][]core.Ticket, b.Len())}
+}
+
+// Pick picks with no filter, as the plugins do when every upstream is
+// healthy.
+func (p *lbpack) Pick(key string) int {
+	i, t := core.Pick(p.b, key, core.Filter{})
+	if i >= 0 {
+		p.open[i] = append(p.open[i], t)
 	}
 	return i
 }
-func (p lbpack) Start(i int) { p.b.Start(i) }
-func (p lbpack) Done(i int, latency time.Duration, failed bool) {
-	p.b.Done(i, latency, failed)
+
+// Start does nothing: Pick began the request.
+func (p *lbpack) Start(i int) {}
+
+// Done ends a request to backend i, whatever its ticket says: a success
+// after failures clears them as a proxy's report does.
+func (p *lbpack) Done(i int, latency time.Duration, failed bool) {
+	var t core.Ticket
+	if n := len(p.open[i]); n > 0 {
+		t = p.open[i][n-1]
+		p.open[i] = p.open[i][:n-1]
+	}
+	core.Done(p.b, i, t, latency, failed)
 }
 
 // coreConfig is the core.Config of strategy over env's servers, on the
@@ -127,7 +147,7 @@ func LbpackWith(name, strategy, note string, set func(*core.Config)) Contender {
 		if err != nil {
 			return nil, err
 		}
-		return lbpack{b}, nil
+		return newLbpack(b), nil
 	}}
 }
 

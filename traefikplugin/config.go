@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -293,7 +292,11 @@ func parse(c *Config) (*settings, error) {
 		}
 		s.trusted = append(s.trusted, p)
 	}
-	if s.failStatus, err = parseFailStatus(c.FailStatus, strategy, c.MaxFails); err != nil {
+	traits, err := core.TraitsOf(strategy, c.HashMode)
+	if err != nil {
+		return nil, coreError(err)
+	}
+	if s.failStatus, err = parseFailStatus(c.FailStatus, traits, c.MaxFails); err != nil {
 		return nil, err
 	}
 	s.balancer = core.Config{
@@ -309,22 +312,23 @@ func parse(c *Config) (*settings, error) {
 }
 
 // parseFailStatus reads failStatus into a table by status code (the
-// statuses a response can carry, 0 to 999), nil when no status fails: fair's
-// default is 5xx, the other strategies' none.
-func parseFailStatus(list []string, strategy string, maxFails int) ([]bool, error) {
-	if len(list) == 0 && strategy == core.Fair {
-		list = []string{"5xx"}
+// statuses a response can carry, 0 to 999), nil when no status fails: the
+// strategy's default (core.Traits.FailStatus: fair's is 5xx) when the list
+// is empty.
+func parseFailStatus(list []string, traits core.Traits, maxFails int) ([]bool, error) {
+	if len(list) == 0 && traits.FailStatus != "" {
+		list = []string{traits.FailStatus}
 	}
 	if len(list) == 0 {
 		return nil, nil
 	}
-	if strategy != core.Fair && maxFails == 0 {
+	if !traits.Times && maxFails == 0 {
 		return nil, fmt.Errorf("failStatus %q: has no effect with maxFails 0 (only fair follows failures without maxFails)", strings.Join(list, ","))
 	}
 	table := make([]bool, 1000)
 	var los, his []int
 	for i, v := range list {
-		lo, hi, ok := statusRange(strings.TrimSpace(v))
+		lo, hi, ok := core.ParseStatus(strings.TrimSpace(v))
 		if !ok {
 			return nil, fmt.Errorf("failStatus[%d] %q: want a status from 100 to 599, a class from 1xx to 5xx, or a range such as 500-504", i, v)
 		}
@@ -340,27 +344,6 @@ func parseFailStatus(list []string, strategy string, maxFails int) ([]bool, erro
 		}
 	}
 	return table, nil
-}
-
-// statusRange reads one failStatus entry: "503", "5xx" or "500-504".
-func statusRange(v string) (int, int, bool) {
-	if len(v) == 3 && (v[1] == 'x' || v[1] == 'X') && (v[2] == 'x' || v[2] == 'X') && v[0] >= '1' && v[0] <= '5' {
-		lo := int(v[0]-'0') * 100
-		return lo, lo + 99, true
-	}
-	first, last, isRange := strings.Cut(v, "-")
-	if !isRange {
-		last = first
-	}
-	lo, err := strconv.Atoi(first)
-	if err != nil || len(first) != 3 {
-		return 0, 0, false
-	}
-	hi, err := strconv.Atoi(last)
-	if err != nil || len(last) != 3 || lo < 100 || hi > 599 || lo > hi {
-		return 0, 0, false
-	}
-	return lo, hi, true
 }
 
 // duration parses a duration field; "" is zero unless required.
@@ -494,13 +477,13 @@ func prefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// tracked reports whether the balancer needs every request's Start and
-// Done: strategies that count requests in flight or measure latency, and
-// max_conns. max_fails alone does not: it needs the failures and the
-// successes after them only (see try).
+// tracked reports whether the balancer needs every request's Done:
+// strategies that count requests in flight or measure latency (their
+// core.Traits), and max_conns. max_fails alone does not: it needs the
+// failures and the successes after them only (see try).
 func (s *settings) tracked() bool {
 	c := s.balancer
-	if c.Strategy == core.LeastConn || c.Strategy == core.Fair || c.HashMode == core.HashBounded {
+	if t, _ := core.TraitsOf(c.Strategy, c.HashMode); t.Counts || t.Times {
 		return true
 	}
 	for _, b := range c.Backends {

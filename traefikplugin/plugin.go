@@ -42,7 +42,7 @@ type Plugin struct {
 	buffers *bufferPool // the proxies' copy buffers, shared
 	// What the request path reads of the settings, flat.
 	keyKind  int
-	table    bool           // a table strategy: core.PickNext picks, one call shorter than PickIndex
+	table    bool           // no key to read: serveTable serves (the counted strategies go to serveCounted first)
 	keepBody bool           // retries are allowed: a request's body is kept for them
 	track    bool           // Start and Done on every request (the balancer counts requests in flight)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
@@ -59,13 +59,11 @@ type Plugin struct {
 }
 
 // balancer is the balancer of the moment, and what the request path knows
-// of it. A request calls core's plain functions on it (core.PickNext,
-// PickIndex, Start, Done): under the interpreter a method call costs several
-// function calls, a call through a bound method value about half a method
-// call.
+// of it. A request calls core's plain functions on it (core.Take, Pick,
+// Done): under the interpreter a method call costs several function calls,
+// a call through a bound method value about half a method call.
 type balancer struct {
 	*core.Balancer
-	total *atomic.Int64     // core.InFlightTotal: least_conn's count over all servers, or nil
 	fails func(i int) int64 // bound: settle's rare look costs less so
 	// failed is true once a failure has gone to Done. Until then no server
 	// can have failures (the balancer is this middleware's own), so a
@@ -75,7 +73,7 @@ type balancer struct {
 }
 
 func bind(b *core.Balancer, failed bool) *balancer {
-	return &balancer{Balancer: b, total: core.InFlightTotal(b), fails: b.Fails, failed: failed}
+	return &balancer{Balancer: b, fails: b.Fails, failed: failed}
 }
 
 // markFailed records that a failure has gone to Done.
@@ -95,7 +93,8 @@ type attempt struct {
 	req   *http.Request // the request as proxied
 	key   string        // the hash key, for a retry's pick
 	i     int           // the server of the current try
-	start time.Time     // when the current try began (timed only)
+	n     *atomic.Int64 // the try's count in flight, when its pick handed it back (core.Take)
+	t     core.Ticket   // the try's ticket
 	err   error         // the transport error of the last try, if any
 	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
@@ -119,6 +118,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	if err != nil {
 		return nil, fmt.Errorf("lbpack middleware %q: %v", name, coreError(err))
 	}
+	traits, _ := core.TraitsOf(s.balancer.Strategy, s.balancer.HashMode) // parse checked the strategy
 	p := &Plugin{
 		name:     name,
 		s:        s,
@@ -127,11 +127,11 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		tr:       newTransport(s),
 		buffers:  &bufferPool{free: make(chan []byte, 64)},
 		keyKind:  s.keyKind,
-		table:    s.balancer.Strategy == core.SmoothWRR || s.balancer.Strategy == core.GCDWRR || s.balancer.Strategy == core.RoundRobin,
+		table:    !traits.Key,
 		keepBody: s.retries > 0,
 		track:    s.tracked(),
 		failures: s.balancer.Backends[0].MaxFails > 0,
-		timed:    s.balancer.Strategy == core.Fair,
+		timed:    traits.Times,
 		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
 	}
@@ -247,7 +247,7 @@ func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error
 		// balancer hears of the failure now. (A tracked try's own end then
 		// reports a success, which clears nothing: failures are cleared
 		// only after a probe.)
-		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err, start: time.Now()})
+		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err})
 		badGateway(w, err)
 	}
 }
@@ -307,11 +307,11 @@ func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // computes, so what is rare goes to other functions.
 func serveTable(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	b := p.bal.Load().(*balancer)
-	i := core.PickNext(b.Balancer, "") // no key: a table strategy
+	i, _, t := core.Take(b.Balancer, "") // no key: a table strategy, which counts nothing
 	// The proxy sends no body when ContentLength is 0, so only then is
 	// there none to keep for a retry.
-	if i < 0 || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, "", i)
+	if i < 0 || t != 0 || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", i, nil, t)
 		return
 	}
 	// try's untracked case, inline, since the call would cost as much as
@@ -335,9 +335,9 @@ func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	} else if p.keyKind != keyNone {
 		key = otherKey(p.s, r)
 	}
-	i := core.PickIndex(b.Balancer, key)
-	if i < 0 || p.track || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, key, i)
+	i, n, t := core.Take(b.Balancer, key)
+	if i < 0 || n != nil || t != 0 || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, key, i, n, t)
 		return
 	}
 	p.proxies[i].ServeHTTP(w, r)
@@ -350,62 +350,60 @@ func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
 // strategy that hashes no key (least_conn, fair, the others with
 // maxConns; a hash strategy's counted requests go the general way). Its
 // common case (a server, no body to keep), one try, is here: core.Take
-// picks the server and counts the request in flight, and the request's
-// end, deferred (the reverse proxy aborts a response that breaks off
-// midway with a panic, and the request must still end), is Add(-1) on the
-// server's count (and on least_conn's total), calls into compiled code,
-// which cost the interpreter a fraction of a deferred call to core.Done.
-// fair's answers go to core.ReportSince, which times them from the pick; a
-// try that may have failed, or cleared failures, is reported before the
+// picks the server, counts the request in flight and hands the count back,
+// and the request's end, deferred (the reverse proxy aborts a response
+// that breaks off midway with a panic, and the request must still end), is
+// Add(-1) on that count, a call into compiled code, which costs the
+// interpreter a fraction of a deferred call to core.Done. A ticket that is
+// not 0 (fair's, which times its answers from the pick) goes to core.Done;
+// a try that may have failed, or cleared failures, is reported before the
 // end (countedEnd), and one that failed with a transport error comes back
-// as an attempt, which ServeHTTP retries once the try has ended.
+// as an attempt, which ServeHTTP retries once the try has ended. A
+// balancer that also counts over all its servers (least_conn from nine)
+// hands no count back: its requests go the general way, ended by Done.
 func serveCounted(w http.ResponseWriter, r *http.Request, p *Plugin) *attempt {
 	b := p.bal.Load().(*balancer)
-	if r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, "", core.PickIndex(b.Balancer, ""))
+	i, n, t := core.Take(b.Balancer, "")
+	if n == nil || r.ContentLength != 0 && p.keepBody {
+		serveOther(w, r, p, b, "", i, n, t)
 		return nil
 	}
-	i, n, at := core.Take(b.Balancer, "")
-	if n == nil {
-		unavailable(w)
-		return nil
-	}
-	if b.total != nil {
-		defer b.total.Add(-1)
-	}
-	defer n.Add(-1) // the server's count first: the total never reads below the counts
+	defer n.Add(-1)
 	p.proxies[i].ServeHTTP(w, r)
 	if p.pending.Load() == 0 && !b.failed { // failure's first test: its call costs ten times more
-		if p.timed {
-			core.ReportSince(b.Balancer, i, at, false)
+		if t != 0 {
+			core.Done(b.Balancer, i, t, core.SincePick, false)
 		}
 		return nil
 	}
-	return countedEnd(w, r, p, b, i, at)
+	return countedEnd(w, r, p, b, i, t)
 }
 
-// countedEnd reports the end of a counted try, to server i, begun at the
-// balancer's clock reading at, when it may have failed (a transport error,
-// or an answer with a failStatus status) or cleared failures, and returns
-// the attempt to retry when it failed with a transport error.
-func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, at int64) *attempt {
+// countedEnd reports the end of a counted try, to server i with ticket t,
+// when it may have failed (a transport error, or an answer with a
+// failStatus status) or cleared failures, and returns the attempt to retry
+// when it failed with a transport error.
+func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, i int, t core.Ticket) *attempt {
 	a := &attempt{p: p, b: b, req: r, i: i, err: failure(p, w)}
 	a.bad = a.err == nil && failedStatus(p, r)
-	core.ReportSince(b.Balancer, i, at, verdict(a))
+	core.Done(b.Balancer, i, t, core.SincePick, verdict(a))
 	if a.err == nil {
 		return nil
 	}
 	return a
 }
 
-// serveOther answers a request with no server to go to, and proxies one
-// that has a body to keep for retries.
-func serveOther(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int) {
+// serveOther answers a request with no server to go to, and proxies the
+// others that the common ways leave: one that has a body to keep for
+// retries, one whose try must be reported whatever its outcome (its pick
+// counted it, or its server has failures to clear). i, n and t are the
+// pick's (core.Take).
+func serveOther(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key string, i int, n *atomic.Int64, t core.Ticket) {
 	if i < 0 {
 		unavailable(w)
 		return
 	}
-	a := &attempt{p: p, b: b, req: r, key: key, i: i}
+	a := &attempt{p: p, b: b, req: r, key: key, i: i, n: n, t: t}
 	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
 		serveBody(w, a)
 		return
@@ -430,13 +428,9 @@ func end(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, key str
 // answer; a transport error is left in a.err.
 func try(w http.ResponseWriter, a *attempt) bool {
 	p := a.p
-	if !p.track {
+	if a.n == nil && a.t == 0 {
 		return tryUntracked(w, a)
 	}
-	if p.timed {
-		a.start = time.Now()
-	}
-	core.Start(a.b.Balancer, a.i)
 	// Deferred: the reverse proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
 	defer finish(a)
@@ -448,8 +442,8 @@ func try(w http.ResponseWriter, a *attempt) bool {
 	return a.err == nil
 }
 
-// tryUntracked is try when the balancer does not count requests in
-// flight, in a frame of its own: the tracked try is the common one.
+// tryUntracked is try when nothing about the try needs reporting unless it
+// fails, in a frame of its own.
 func tryUntracked(w http.ResponseWriter, a *attempt) bool {
 	a.p.proxies[a.i].ServeHTTP(w, a.req)
 	a.err = failure(a.p, w)
@@ -471,7 +465,6 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 		// had one, and then settled it itself: report nothing.
 		return true
 	}
-	core.Start(a.b.Balancer, a.i)
 	finish(a)
 	return a.err == nil
 }
@@ -480,22 +473,23 @@ func settle(w http.ResponseWriter, a *attempt) bool {
 // success with no latency to report, here; the others in ended (the
 // interpreter gives a call room for every value of its function).
 func finish(a *attempt) {
+	if a.n != nil {
+		a.n.Add(-1)
+	}
 	if a.err == nil && !a.bad && !a.p.timed {
-		core.Done(a.b.Balancer, a.i, 0, false)
+		if a.t != 0 {
+			core.Done(a.b.Balancer, a.i, a.t, 0, false)
+		}
 		return
 	}
 	ended(a)
 }
 
-// ended is finish for a try that failed or whose latency counts. A request
-// the client gave up on says nothing about the server, unless the server
-// answered it with a failStatus status.
+// ended is finish for a try that failed or whose latency counts, timed
+// from its pick. A request the client gave up on says nothing about the
+// server, unless the server answered it with a failStatus status.
 func ended(a *attempt) {
-	var took time.Duration
-	if a.p.timed {
-		took = time.Since(a.start)
-	}
-	core.Done(a.b.Balancer, a.i, took, verdict(a))
+	core.Done(a.b.Balancer, a.i, a.t, core.SincePick, verdict(a))
 }
 
 // verdict reports whether a's try counts as a failure, and records the
@@ -548,12 +542,13 @@ func retry(w http.ResponseWriter, a *attempt, body []byte) {
 			return
 		}
 		a.tried[a.i] = true
-		next, err := a.b.PickFunc(a.key, a.untried)
-		if err != nil {
+		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried})
+		if next < 0 {
 			badGateway(w, a.err)
 			return
 		}
-		a.i = next
+		a.i, a.t = next, t
+		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))

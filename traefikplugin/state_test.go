@@ -38,7 +38,8 @@ func weighted(weights ...int) *Config {
 func picks(p *Plugin, n int) string {
 	var b strings.Builder
 	for k := 0; k < n; k++ {
-		b.WriteByte(byte('a' + core.PickNext(p.bal.Load().(*balancer).Balancer, "")))
+		i, _ := core.Pick(p.bal.Load().(*balancer).Balancer, "", core.Filter{}) // smooth_wrr: nothing to end
+		b.WriteByte(byte('a' + i))
 	}
 	return b.String()
 }
@@ -53,7 +54,8 @@ func TestReloadContinuesSchedule(t *testing.T) {
 	}
 	var want strings.Builder
 	for k := 0; k < 20; k++ {
-		want.WriteByte(byte('a' + core.PickNext(ref, "")))
+		i, _ := core.Pick(ref, "", core.Filter{})
+		want.WriteByte(byte('a' + i))
 	}
 	p, cancel := reload(t, nil, weighted(5, 3, 2), t.Name())
 	got := picks(p, 7)
@@ -87,9 +89,10 @@ func TestReloadCarriesState(t *testing.T) {
 	cfg.SlowStart = "1h"
 	p, cancel := reload(t, nil, cfg, t.Name())
 	old := p.bal.Load().(*balancer)
-	core.Start(old.Balancer, 1) // in flight across the reload
-	core.Start(old.Balancer, 2)
-	core.Done(old.Balancer, 2, 0, true) // server c fails once
+	only := func(i int) core.Filter { return core.Filter{Allow: func(j int) bool { return j == i }} }
+	_, inflight := core.Pick(old.Balancer, "", only(1)) // in flight across the reload
+	_, fails := core.Pick(old.Balancer, "", only(2))
+	core.Done(old.Balancer, 2, fails, 0, true) // server c fails once
 	p.markFailed()
 
 	next := weighted(10, 10, 10, 10)
@@ -110,7 +113,7 @@ func TestReloadCarriesState(t *testing.T) {
 	if w := b.EffectiveWeight(2); w < 1 || w > 2 {
 		t.Errorf("d, added: effective weight %d, want its slow start's first tenth", w)
 	}
-	core.Done(old.Balancer, 1, 0, false) // the old middleware's request ends
+	core.Done(old.Balancer, 1, inflight, 0, false) // the old middleware's request ends
 	if n := b.InFlight(0); n != 0 {
 		t.Errorf("b: %d in flight after the old request ended, want 0", n)
 	}

@@ -20,37 +20,53 @@ import (
 	"github.com/lbpack/lbpack/core"
 )
 
-// Hold starts n[i] requests to server i that never end, and feeds each
-// server one latency sample of (i+1) ms.
+// Hold holds n[i] requests to server i in flight, never ended, and feeds
+// each server one latency sample of (i+1) ms, where the balancer counts
+// requests (under the others there is nothing to hold).
 func Hold(h http.Handler, n []int) {
-	b := h.(*Plugin).bal.Load().(*balancer).Balancer
+	p := h.(*Plugin)
+	if t, _ := core.TraitsOf(p.s.balancer.Strategy, p.s.balancer.HashMode); !t.Counts {
+		return
+	}
+	b := p.bal.Load().(*balancer).Balancer
 	for i := range n {
-		core.Start(b, i)
-		core.Done(b, i, time.Duration(i+1)*time.Millisecond, false)
+		only := core.Filter{Allow: onlyServer(i)}
+		j, t := core.Pick(b, "", only)
+		core.Done(b, j, t, time.Duration(i+1)*time.Millisecond, false)
 		for k := 0; k < n[i]; k++ {
-			core.Start(b, i)
+			core.Pick(b, "", only)
 		}
 	}
 }
 
-// StartDoneLoop starts and ends n requests to server 1 with a latency of
-// 2 ms, as a tracked request does around its proxying.
+// onlyServer allows server i alone.
+func onlyServer(i int) func(int) bool { return func(j int) bool { return j == i } }
+
+// StartDoneLoop begins and ends n requests to server 1 with a latency of
+// 2 ms, as a tracked request does around its proxying (Done with a ticket
+// of its own).
 func StartDoneLoop(h http.Handler) func(n int) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	return func(n int) {
 		for k := 0; k < n; k++ {
-			core.Start(b, 1)
-			core.Done(b, 1, 2*time.Millisecond, false)
+			core.Done(b, 1, 1, 2*time.Millisecond, false)
 		}
 	}
 }
 
-// PickLoop picks n times as ServeHTTP does for a non-table strategy.
+// PickLoop picks n times as ServeHTTP does for a non-table strategy, each
+// request ended at once.
 func PickLoop(h http.Handler) func(n int) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	return func(n int) {
 		for k := 0; k < n; k++ {
-			core.PickIndex(b, "")
+			i, c, t := core.Take(b, "")
+			if c != nil {
+				c.Add(-1)
+			}
+			if t != 0 {
+				core.Done(b, i, t, core.NotSent, false)
+			}
 		}
 	}
 }

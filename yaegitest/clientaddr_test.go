@@ -48,7 +48,7 @@ func TestPluginClientAddrForms(t *testing.T) {
 		for _, text := range addrs {
 			a := netip.MustParseAddr(text)
 			key := strings.Replace(a.String(), "::c000:201", "::192.0.2.1", 1) // nginx dots an IPv4-compatible address
-			want, _ := ref.Pick(key)
+			want, _ := core.Pick(ref, key, core.Filter{})                      // a hash strategy: nothing to end
 			for _, form := range spellings(a) {
 				req := httptest.NewRequest("GET", "/", nil)
 				req.RemoteAddr = "10.1.2.3:5000"

@@ -331,13 +331,12 @@ func TestCoreFoundationInterpreted(t *testing.T) {
 		}
 		var out []int
 		for k := 0; k < 10; k++ {
-			i, err := b.Pick("")
-			if err != nil {
+			i, _ := core.Pick(b, "", core.Filter{}) // begun, never ended: c fills up
+			if i < 0 {
 				out = append(out, -1)
 				continue
 			}
 			out = append(out, i)
-			b.Start(i)
 		}
 		return out
 	}`); err != nil {

@@ -33,19 +33,18 @@ func StubProxies(h http.Handler, stub http.Handler) {
 }
 
 // Parts returns loops over the balancer calls a request makes: the pick
-// (through core.PickNext, as ServeHTTP calls it for smooth_wrr), and core.Start and
-// Done around the proxying.
+// (through core.Take, as ServeHTTP calls it for smooth_wrr), and core.Done
+// after the proxying.
 func Parts(h http.Handler) (pick func(n int), startDone func(n int)) {
 	b := h.(*Plugin).bal.Load().(*balancer).Balancer
 	pick = func(n int) {
 		for k := 0; k < n; k++ {
-			core.PickNext(b, "")
+			core.Take(b, "")
 		}
 	}
 	startDone = func(n int) {
 		for k := 0; k < n; k++ {
-			core.Start(b, 3)
-			core.Done(b, 3, 0, false)
+			core.Done(b, 3, 1, 0, false)
 		}
 	}
 	return pick, startDone

@@ -57,7 +57,8 @@ func TestPluginReloadContinuesSequence(t *testing.T) {
 	}
 	var want strings.Builder
 	for k := 0; k < 20; k++ {
-		want.WriteString(bs[core.PickNext(ref, "")].name)
+		i, _ := core.Pick(ref, "", core.Filter{}) // smooth_wrr: nothing to end
+		want.WriteString(bs[i].name)
 	}
 	doc := serversYAML([]string{bs[0].srv.URL, bs[1].srv.URL, bs[2].srv.URL}, "weight: 5", "weight: 3", "weight: 2")
 	base, client, cancel := reloadPlugin(t, l, nil, doc)
@@ -152,7 +153,8 @@ func TestPluginRegistryDropsRemovedNames(t *testing.T) {
 	}
 	var want strings.Builder
 	for k := 0; k < 10; k++ {
-		want.WriteString(bs[core.PickNext(ref, "")].name)
+		i, _ := core.Pick(ref, "", core.Filter{}) // smooth_wrr: nothing to end
+		want.WriteString(bs[i].name)
 	}
 	build := func(name string) (string, *http.Client, context.CancelFunc) {
 		ctx, cancel := context.WithCancel(context.Background())

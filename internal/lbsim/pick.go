@@ -66,9 +66,9 @@ func runPick(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // pickOne picks once for key and prints the chosen backend as --backends
 // names it (names, by backend index).
 func pickOne(b *core.Balancer, names []string, key string, out *bufio.Writer) error {
-	i, err := b.Pick(key)
-	if err != nil {
-		return err
+	i := pickNow(b, key)
+	if i < 0 {
+		return core.ErrNoBackend
 	}
 	out.WriteString(names[i])
 	return out.WriteByte('\n')

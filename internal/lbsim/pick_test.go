@@ -128,9 +128,12 @@ func TestPickKeys(t *testing.T) {
 			}
 			var want strings.Builder
 			for _, k := range tt.keys {
-				i, err := b.Pick(k)
-				if err != nil {
-					t.Fatalf("core Pick(%q): %v", k, err)
+				i, tk := core.Pick(b, k, core.Filter{})
+				if i < 0 {
+					t.Fatalf("core Pick(%q): none", k)
+				}
+				if tk != 0 {
+					core.Done(b, i, tk, 0, false)
 				}
 				want.WriteString(b.Backend(i).Address + "\n")
 			}

@@ -8,20 +8,17 @@
 package driver
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lbpack/lbpack/core"
 )
 
-// Outcomes recorded in a trace besides backend indexes.
-const (
-	NoBackend = -1 // core.ErrNoBackend
-	OtherErr  = -2 // any other pick error
-)
+// NoBackend is what a trace records where a pick found no backend.
+const NoBackend = -1
 
 // clock is a fake clock that the scenario advances by hand.
 type clock struct{ ns int64 }
@@ -181,7 +178,7 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 	}
 	keys := Keys(strategy, 64)
 	var trace []int
-	var queue []int
+	var queue []ended
 	for k := 0; k < steps; k++ {
 		clk.ns += int64(time.Millisecond)
 		if update && (k == steps/2 || k == steps*3/4) && len(cfg.Backends) > 1 {
@@ -197,35 +194,51 @@ func Run(strategy, mode, opts, backends string, steps int, update bool) ([]int, 
 			queue = queue[:0] // indexes of the old balancer no longer apply
 		}
 		var i int
+		var t core.Ticket
 		if k%50 == 49 {
-			i, err = b.PickVersion(keys[k%len(keys)], excluder(k%b.Len()), uint64(k%b.Len()))
+			i, t = core.Pick(b, keys[k%len(keys)], core.Filter{Allow: excluder(k % b.Len()), Version: uint64(k%b.Len()) + 1})
 		} else if k%5 == 4 {
-			i, err = b.PickFunc(keys[k%len(keys)], excluder(k%b.Len()))
+			i, t = core.Pick(b, keys[k%len(keys)], core.Filter{Allow: excluder(k % b.Len())})
+		} else if k%5 == 3 {
+			var n *atomic.Int64
+			if i, n, t = core.Take(b, keys[k%len(keys)]); n != nil {
+				n.Add(-1) // ended at once, as a deferred count-down would
+				if t != 0 {
+					core.Done(b, i, t, time.Millisecond, false)
+				}
+				if i >= 0 {
+					trace = append(trace, i)
+				} else {
+					trace = append(trace, NoBackend)
+				}
+				continue
+			}
 		} else {
-			i, err = b.Pick(keys[k%len(keys)])
+			i, t = core.Pick(b, keys[k%len(keys)], core.Filter{})
 		}
-		switch {
-		case errors.Is(err, core.ErrNoBackend):
+		if i < 0 {
 			trace = append(trace, NoBackend)
-			continue
-		case err != nil:
-			trace = append(trace, OtherErr)
 			continue
 		}
 		trace = append(trace, i)
-		b.Start(i)
-		queue = append(queue, i)
+		queue = append(queue, ended{i, t})
 		if len(queue) > 3 {
 			j := queue[0]
 			queue = queue[1:]
 			lat := time.Duration((k*37)%20+1) * time.Millisecond
-			b.Done(j, lat, k%7 == 3)
+			core.Done(b, j.i, j.t, lat, k%7 == 3)
 		}
 	}
 	for i := 0; i < b.Len(); i++ {
 		trace = append(trace, int(b.InFlight(i)))
 	}
 	return trace, ""
+}
+
+// ended is a request in flight in Play: its backend and ticket.
+type ended struct {
+	i int
+	t core.Ticket
 }
 
 // Outage plays a stable outage against a balancer: steps picks through
@@ -246,16 +259,19 @@ func Outage(strategy, backends string, out, steps int) ([]int, string) {
 	var trace []int
 	for k := 0; k < 3*steps; k++ {
 		var i int
+		var t core.Ticket
 		switch {
 		case k < steps:
-			i, err = b.PickFunc("", refuse)
+			i, t = core.Pick(b, "", core.Filter{Allow: refuse})
 		case k < 2*steps:
-			i, err = b.PickVersion("", refuse, 7)
+			i, t = core.Pick(b, "", core.Filter{Allow: refuse, Version: 7})
 		default:
-			i, err = b.Pick("")
+			i, t = core.Pick(b, "", core.Filter{})
 		}
-		if err != nil {
+		if i < 0 {
 			i = NoBackend
+		} else {
+			core.Done(b, i, t, time.Millisecond, false)
 		}
 		trace = append(trace, i)
 	}
@@ -264,7 +280,8 @@ func Outage(strategy, backends string, out, steps int) ([]int, string) {
 
 // Picker builds a balancer and returns a function that makes n picks and
 // returns the sum of the picked indexes (so that nothing is optimised away),
-// for benchmarks. It picks with core.PickIndex, as the Traefik plugin does.
+// for benchmarks. It picks with core.Take, as the Traefik plugin does, and
+// ends each request at once.
 func Picker(strategy, mode, opts, backends string) (func(n int) int, string) {
 	return PickerOver(strategy, mode, opts, backends, Keys(strategy, 64))
 }
@@ -284,7 +301,8 @@ func PickerOver(strategy, mode, opts, backends string, keys []string) (func(n in
 	}
 	for _, o := range strings.Split(opts, ",") {
 		if o == "busy" {
-			b.Start(0) // never done: least_conn scans on every pick
+			// Never done: least_conn scans on every pick.
+			core.Pick(b, "", core.Filter{Allow: func(i int) bool { return i == 0 }})
 		}
 	}
 	return picker(b, keys), ""
@@ -294,7 +312,14 @@ func picker(b *core.Balancer, keys []string) func(n int) int {
 	return func(n int) int {
 		sum := 0
 		for k := 0; k < n; k++ {
-			sum += core.PickIndex(b, keys[k&63])
+			i, c, t := core.Take(b, keys[k&63])
+			if c != nil {
+				c.Add(-1)
+			}
+			if t != 0 {
+				core.Done(b, i, t, 0, false)
+			}
+			sum += i
 		}
 		return sum
 	}

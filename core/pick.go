@@ -1,0 +1,192 @@
+package core
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNoBackend is what a caller answers when Pick finds no backend: every
+// one is down, full, failed, or refused by the caller's Filter.
+var ErrNoBackend = errors.New("lbpack: no backend available")
+
+// Filter narrows one pick to the backends the caller allows on top of the
+// balancer's own view (down, full, failed). The zero Filter allows every
+// backend.
+type Filter struct {
+	// Allow reports whether backend i (its index in Config.Backends) may
+	// be picked now: false for a backend the caller's health checks have
+	// out, or one this request has tried already. A refused backend is
+	// skipped the way nginx skips an unavailable peer. nil allows every
+	// backend.
+	Allow func(i int) bool
+
+	// Version, when not 0, promises that Allow gives the same answers for
+	// as long as Version stays the same (a caller bumps it whenever an
+	// answer may change, say on every health change). The balancer may
+	// then reuse what it learnt of the answers instead of asking about
+	// every backend: smooth_wrr, whose next choice with a backend refused
+	// depends on every answer, learns nginx's schedule over the allowed
+	// backends within two of its periods and follows it in O(1). 0 makes
+	// no promise: Allow is asked whenever the choice depends on it.
+	Version uint64
+}
+
+// Ticket is what the end of a request begun by Pick hands to Done. The
+// zero Ticket says the request needs no Done unless it fails: the balancer
+// neither counts the request in flight nor times its answer, and the
+// backend had no failures to clear. Any other value must reach Done.
+type Ticket int64
+
+// Latencies with a meaning of their own, for Done.
+const (
+	// SincePick times the answer from the pick.
+	SincePick time.Duration = -1
+	// NotSent says the request never went to the backend (the caller
+	// changed its mind after the pick): it is counted down, and nothing
+	// of it is reported.
+	NotSent time.Duration = -2
+)
+
+// ticketCount marks a ticket whose request Done counts down (Pick's, when
+// the balancer counts; never Take's, whose caller counts down itself); the
+// bits below it are the pick's clock reading, or 1.
+const ticketCount = 1 << 62
+
+// Pick chooses a backend for one request, with key what the hash
+// strategies hash (the client IP for ip_hash, any string for url_hash; the
+// others ignore it) among the backends f allows, and begins the request
+// there. It returns the backend's index in Config.Backends, or -1 when no
+// backend is available (see ErrNoBackend), and the request's ticket, for
+// Done at its end. Many goroutines may pick at once.
+func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
+	var i int
+	if f.Allow == nil {
+		i = pickKey(b, key)
+	} else {
+		i = pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version, versioned: f.Version != 0})
+	}
+	if i < 0 {
+		return -1, 0
+	}
+	return i, begin(b, i)
+}
+
+// begin counts a request to backend i in flight, when the balancer counts
+// them, and returns its ticket.
+func begin(b *Balancer, i int) Ticket {
+	if !b.counted {
+		if b.members[i].state.fails.Load() != 0 {
+			return 1
+		}
+		return 0
+	}
+	if b.inflight != nil {
+		b.inflight.Add(1)
+	}
+	b.counts[i].Add(1)
+	b.requests[i].Add(1)
+	if b.timed {
+		return Ticket(clockNano(b)&^ticketCount | ticketCount)
+	}
+	return 1 | ticketCount
+}
+
+// Done ends the request to backend i that Pick began with ticket t, after
+// latency (SincePick: the time since the pick); failed says whether it
+// counts as the backend's failure (nginx's proxy_next_upstream cases: an
+// error, a timeout, or an answer the caller counts as failed).
+//
+// Failures are accounted as nginx does: the backend's fails go up, and under
+// smooth weighting its effective weight drops by weight/max_fails and then
+// climbs back by one per selection pass. A backend with max_fails failures
+// is skipped until fail_timeout has passed since the last one, then gets
+// one probe per fail_timeout; a success after a probe clears its failures
+// (and starts its slow start if it was out). Like nginx, a balancer with a
+// single backend and no backups counts no failures. fair folds latency
+// into its estimate of the backend.
+func Done(b *Balancer, i int, t Ticket, latency time.Duration, failed bool) {
+	if uint(i) >= uint(len(b.members)) {
+		return
+	}
+	if t&ticketCount != 0 {
+		b.counts[i].Add(-1)
+		if b.inflight != nil {
+			b.inflight.Add(-1)
+		}
+	}
+	if latency == NotSent {
+		return
+	}
+	m := b.members[i]
+	var now int64
+	if b.timed {
+		now = clockNano(b)
+		if latency == SincePick {
+			latency = 0 // a ticket with no reading (0: not from a pick) times nothing
+			if at := int64(t &^ ticketCount); at > 1 {
+				latency = time.Duration(now - at)
+			}
+		}
+	} else if latency < 0 {
+		latency = 0
+	}
+	report(b, m, now, int64(latency), failed)
+}
+
+// report is Done's report of an answer from member m after x ns, at now (a
+// clockNano reading, 0 when the strategy keeps no latency estimate).
+//
+// fair's answers: a success that follows the estimate's last update by
+// less than the group's fold time (DecayTime/fairFoldShare) is added to
+// the backend's batch, with two atomic additions; the next answer past the
+// fold time, or the one that fills the batch, folds the batch into the
+// estimate (see observe). So at a high rate an estimate is updated about a
+// hundred times a second per backend, not once per answer; at a lower
+// rate, and for a failure, a long answer or a young estimate, every answer
+// goes in at once.
+func report(b *Balancer, m *member, now, x int64, failed bool) {
+	if g := m.group; g.decay > 0 {
+		s := m.state
+		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
+			fold(g, s, x, failed, now)
+		} else {
+			q := uint64(x) >> fairSqShift
+			s.batchSq.Add(q * q)
+			if s.batch.Add(1<<fairCountShift|uint64(x))>>fairCountShift >= fairBatchCount {
+				fold(g, s, -1, false, now) // the batch is full and holds this answer
+			}
+		}
+	}
+	if failed || m.state.fails.Load() != 0 {
+		account(b, m, failed)
+	}
+}
+
+// account is the rest of Done: failures, recovery.
+func account(b *Balancer, m *member, failed bool) {
+	s := m.state
+	if b.single() {
+		if s.fails.Load() != 0 {
+			clearFails(s, -1)
+		}
+		return
+	}
+	if failed {
+		now := clockNano(b)
+		addFail(s)
+		s.accessed.Store(now)
+		s.checked.Store(now)
+		if m.maxFails > 0 {
+			m.group.smooth.fail(m)
+		}
+		return
+	}
+	// nginx marks a peer live again when a request succeeds after its last
+	// failure was followed by a probe (checked moved past accessed).
+	f := s.fails.Load()
+	if f != 0 && s.accessed.Load() < s.checked.Load() && clearFails(s, f) {
+		if m.maxFails > 0 && f >= int64(m.maxFails) && m.slowStart > 0 {
+			m.startRamp(clockNano(b))
+		}
+	}
+}

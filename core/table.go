@@ -1,0 +1,143 @@
+package core
+
+// A group's table is what its strategy precomputes at build so that, while
+// the group is steady, a pick is one read: the next entry of a schedule
+// (smooth_wrr, gcd_wrr, round_robin), a random entry of the weights
+// repeated (random, weighted_random), the entry of a key's hash (url_hash,
+// ip_hash). The table is immutable once built. Two words say whether it
+// applies: the schedule's gate (its low byte the mode of smooth_wrr's
+// state, the bits above the count of unsteady members: ramping, or lowered
+// by failures) and watch (the count of members with failures, when any
+// member has max_fails; a word that stays 0 otherwise). steady, the one
+// guard, reads both; anything that makes a member ineligible or weigh other
+// than its configured weight moves one of them, and the full pick answers
+// until they read 0 again. A group with a member that has max_conns has no
+// table: only a look at that member's requests in flight tells whether it
+// may be picked.
+//
+// least_conn and fair have no table that answers alone (their choice
+// depends on requests in flight and on latency); their reads over the flat
+// arrays, under the same guard, are in interp.go.
+
+// Table kinds, fixed when the group is built.
+const (
+	tableNone     = iota
+	tableSchedule // the canonical schedule's next entry, while the gate's mode is 1
+	tableDraw     // look[rand % len(look)]
+	tableCRC      // url_hash ketama and modulo: look[crc >> lookShift]
+	tableMaglev   // url_hash maglev: look is the Maglev table
+	tableBounded  // url_hash bounded: ketama's bucket, while under its cap
+	tableIPHash   // ip_hash: look[nginx's first hash of the address]
+	tableLeast    // least_conn (see pickLeastSteady)
+	tableTwo      // least_conn two_choices (see pickTwoSteady)
+	tableFair     // fair (see pickFairSteady)
+)
+
+// noAnswer is what pickTable returns where the table has no answer: the
+// full pick decides.
+const noAnswer = -2
+
+// steady reports whether the group's table applies now, given its gate:
+// no member is unsteady and none can be out for failures.
+func steady(g *group, gate int64) bool {
+	return gate>>modeBits == 0 && g.watch.Load() == 0
+}
+
+// pickTable answers a pick with no caller's filter from the primary
+// group's table, or returns noAnswer (see the entries of -1: a key whose
+// member is down, a ring bucket holding a point). Members of a hash
+// strategy are all primary, so a position there is a backend index.
+func pickTable(b *Balancer, key string) int {
+	g := b.primary
+	gate := g.gate.Load()
+	if g.table == tableNone || !steady(g, gate) {
+		return noAnswer
+	}
+	var i int32
+	switch g.table {
+	case tableSchedule:
+		if gate != 1 {
+			return noAnswer
+		}
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	case tableDraw:
+		return int(g.look[b.rand()%g.lookLen])
+	case tableCRC:
+		if key == "" {
+			return noAnswer
+		}
+		i = g.look[crcString(key)>>g.lookShift]
+	case tableMaglev:
+		if key == "" {
+			return noAnswer
+		}
+		i = g.look[slot(g, maglevKey(key))]
+	case tableBounded:
+		if key == "" {
+			return noAnswer
+		}
+		if i = g.look[crcString(key)>>g.lookShift]; i >= 0 && !underCap(b, g, int(i)) {
+			return noAnswer
+		}
+	case tableIPHash:
+		i = g.look[ipHashFirst(key)]
+	case tableLeast:
+		return pickLeastSteady(b, g, gate)
+	case tableTwo:
+		return pickTwoSteady(b, g)
+	case tableFair:
+		return pickFairSteady(b, g, clockNano(b))
+	}
+	if i < 0 {
+		return noAnswer
+	}
+	return int(i)
+}
+
+// underCap reports whether backend i of a bounded group is below its cap,
+// as visit compares it.
+func underCap(b *Balancer, g *group, i int) bool {
+	m := b.members[i]
+	return float64(m.state.inflight.Load()) < boundedShare(g, b.inflight.Load())*float64(m.weight)
+}
+
+// setTable gives the group a table of kind over look. A group whose members
+// have max_conns gets none (see above).
+func (g *group) setTable(kind int, look []int32) {
+	if g.capped || len(look) == 0 {
+		return
+	}
+	g.table, g.look, g.lookLen = kind, look, uint64(len(look))
+}
+
+// setSchedule gives the group the table strategies' table over their
+// canonical schedule (member positions) and the schedule's cursor: look
+// holds the schedule's backend indices, the same slice when positions are
+// indices. (A schedule holds no member that is down.)
+func (g *group) setSchedule(table []int32, cur *cursor) {
+	if g.capped {
+		return
+	}
+	look := table
+	for _, p := range table {
+		if g.members[p].index != int(p) {
+			look = lookIndices(g, table)
+			break
+		}
+	}
+	g.table, g.look, g.lookLen, g.cur = tableSchedule, look, uint64(len(look)), cur
+}
+
+// lookIndices returns t with each member position replaced by the member's
+// backend index, and by -1 for a member that is down.
+func lookIndices(g *group, t []int32) []int32 {
+	look := make([]int32, len(t))
+	for k, p := range t {
+		if m := g.members[p]; m.down {
+			look[k] = -1
+		} else {
+			look[k] = int32(m.index)
+		}
+	}
+	return look
+}
