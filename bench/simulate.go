@@ -71,7 +71,7 @@ func WriteSimulation(w io.Writer, runs []SimRun, cmd string) {
 	fmt.Fprintf(w, "Load is a closed loop of clients (each sends its next request when the last is answered, as wrk does) or Poisson arrivals at a fixed rate. ")
 	fmt.Fprintf(w, "A balancer sees what a proxy sees: a request starts when sent and ends when answered, with its latency and whether it failed. ")
 	fmt.Fprintf(w, "There are no retries: a failed answer is a failed request.\n\n")
-	fmt.Fprintf(w, "lbpack's strategies run unchanged through core (`core.New` with the simulated clock and a seeded random source, `PickFunc`, `Start`, `Done`). ")
+	fmt.Fprintf(w, "lbpack's strategies run unchanged through core (`core.New` with the simulated clock and a seeded random source, `core.Pick`, `core.Done`). ")
 	fmt.Fprintf(w, "The peers are models written for this comparison from their sources, and the oracle is a reference no balancer can reach:\n\n")
 	for _, c := range sim.Contenders() {
 		if c.Kind != sim.KindPeer {

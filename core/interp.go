@@ -101,7 +101,7 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 		}
 		return i, n, Ticket(now &^ ticketCount)
 	}
-	if b.members[i].state.fails.Load() != 0 {
+	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
 		return i, n, 1
 	}
 	return i, n, 0

@@ -75,7 +75,9 @@ func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 // them, and returns its ticket.
 func begin(b *Balancer, i int) Ticket {
 	if !b.counted {
-		if b.members[i].state.fails.Load() != 0 {
+		// Failures matter only to a backend with max_fails: a success
+		// after them must reach Done to clear them.
+		if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
 			return 1
 		}
 		return 0
