@@ -107,7 +107,9 @@ func TestClockIsMonotonic(t *testing.T) {
 
 	t.Run("fair probe", func(t *testing.T) {
 		c := &steppedClock{base: time.Now()}
-		b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: c.now, Rand: func() uint64 { return 1<<32 | 0 }})
+		// The first candidates: b, a, a, then a, b.
+		rnd := hcScripted(t, [2]uint64{1, 0}, [2]uint64{0, 1}, [2]uint64{0, 1}, [2]uint64{0, 1}, [2]uint64{1, 0})
+		b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: c.now, Rand: rnd})
 		for k := 0; k < 3; k++ { // b, a (probes), then a (the first candidate)
 			i := hcPick(t, b)
 			b.hold(i)

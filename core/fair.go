@@ -15,8 +15,8 @@ func init() {
 // DefaultDecayTime is fair's default Config.DecayTime.
 const DefaultDecayTime = 10 * time.Second
 
-// fairProbeShare: a backend not picked for DecayTime/fairProbeShare gets
-// the probe rule's pick.
+// fairProbeShare: a backend not picked for DecayTime/fairProbeShare keeps
+// the pick when drawn first (the probe rule).
 const fairProbeShare = 4
 
 // fairScan is the largest group fair scores in whole: up to 8 backends
@@ -94,7 +94,7 @@ func fold(g *group, s *backendState, lat int64, failed bool, now int64) {
 // yet measured scores 0 while it has nothing in flight (so it is tried at
 // once) and +Inf while its first requests are out (so a new backend is not
 // flooded before its first answer); until it has fairFew answers' worth it
-// is due for the probe rule's pick at once (see observe).
+// is due for the probe at once (see observe).
 //
 // The latency estimate is a plain EWMA, not the peak EWMA of Finagle and
 // Linkerd (where an answer above the estimate replaces it): with the peak,
@@ -104,19 +104,23 @@ func fold(g *group, s *backendState, lat int64, failed bool, now int64) {
 // flight show a slowdown at once instead.
 //
 // No eligible backend is starved, and none is fed by count: the probe rule
-// looks at backend k mod n at pick k (k an atomic pick counter); if that
-// backend has not been picked for DecayTime/4 (2.5 s by default), it gets
-// the pick. So every eligible backend gets a request at least every
-// DecayTime/4 plus n picks, its estimate never gets older than that, and a
-// backend much slower than the others gets those probes and little else
-// (in lbsim's "slow" scenario under 0.1% of requests, where every 16th pick
-// going round gave it 1.4%).
+// gives the pick to the first candidate, whatever the scores, if it has not
+// been picked for DecayTime/4 (2.5 s by default). So every eligible backend
+// gets a request about every DecayTime/4 plus the picks it takes to draw
+// it (W/w on average, W the sum of the weights), its estimate never gets
+// much older than that, and a backend much slower than the others gets
+// those probes and little else (in lbsim's "slow" scenario under 0.1% of
+// requests, where every 16th pick going round gave it 1.4%). The probe
+// goes by weight, as the draw does: after a silence, when every backend
+// is due, or at a rate so low that one is due whenever drawn, the picks
+// still follow the weights (a probe rule looking at backend k mod n at
+// pick k took them round in turn there, whatever the weights).
 //
 // The candidates are drawn from the group's weight table (see weightedLook)
 // when it has one, from an alias table otherwise.
 //
 // Picks take no lock; with an injected Config.Now and Config.Rand they are
-// deterministic. The pick counter k is the group's cursor.
+// deterministic.
 type fair struct {
 	pairs pairDraw
 }
@@ -134,7 +138,6 @@ func buildFair(g *group, c *Config) (strategy, error) {
 		g.board = &fairBoard{}
 		refreshBoard(g)
 	}
-	g.cur = newCursor(1, 0) // a plain counter: the picks use n, never take
 	if up := upPositions(g); g.allUp && len(up) > 1 {
 		g.setTable(tableFair, weightedLook(g, up))
 	}
@@ -149,17 +152,15 @@ func (f *fair) pick(g *group, req request) int {
 	r := &req
 	n := uint64(len(g.members))
 	now := r.now()
-	k := g.cur.n.Add(1)
 	first := -1
 	if n > 1 {
-		c := int(k % n)
-		if m := g.members[c]; usable(r, m) && now-m.state.lastPick.Load() >= g.probe {
-			return taken(m, c, now)
-		}
 		x := r.b.rand()
 		i, j, drawn := fairPair(f, g, r.b, x)
 		mi := g.members[i]
 		oki := drawn && usable(r, mi)
+		if oki && now-mi.state.lastPick.Load() >= g.probe {
+			return taken(mi, i, now) // the probe
+		}
 		if oki && n <= fairScan {
 			first = i
 		} else {
@@ -353,9 +354,8 @@ const (
 	fairMaxWait = 64
 	// fairFew: a backend whose estimate rests on fewer than fairFew
 	// answers' worth (v > 1/fairFew: its first answers, or the first after
-	// a silence of about DecayTime) is due for the probe rule's pick at
-	// once, so that an estimate from one unlucky answer is not kept for
-	// DecayTime/4.
+	// a silence of about DecayTime) is due for the probe at once, so that
+	// an estimate from one unlucky answer is not kept for DecayTime/4.
 	fairFew = 4
 )
 
@@ -368,9 +368,14 @@ const (
 // latencies) times penalty (for failures), wait, and tie:
 //   - a success pulls lat (and the EWMA of squared latencies) towards its
 //     latency with weight 1-w, where w = exp(-elapsed/decay) (elapsed:
-//     since the previous answer), at most fairKeep, and at most 1-1/n at
-//     the n-th success (the first answers count alike); it pulls the
-//     penalty towards 1 with weight at least 1/2;
+//     since the previous answer), at most fairKeep, at most 1-1/n at the
+//     n-th success (the first answers count alike), and at most 1/(1+v)
+//     (v below: each answer counts at least as one more of the 1/v
+//     answers' worth lat rests on, so the first answers after a silence
+//     count alike too, and the estimate is young for about as few of them
+//     as a new backend's, not for the hundreds fairKeep alone would take to
+//     bring v down); it pulls the penalty towards 1 with weight at least
+//     1/2;
 //   - wait is the mean residual latency of a request in flight, in units of
 //     lat: 1 for exponential latencies, far more for mixed costs (95% 1 ms,
 //     5% 100 ms: about 14), where a request queued behind a slow one waits;
@@ -502,8 +507,12 @@ func fairSuccesses(s *backendState, c int64, x, xx, w, p float64) float64 {
 	}
 	for ; c > 0; c-- {
 		s.n++
-		if a := 1 / float64(s.n); 1-w < a {
-			w = 1 - a // the first answers count alike: lat is their mean
+		a := 1 / float64(s.n) // the first answers count alike: lat is their mean
+		if u := s.v / (1 + s.v); u > a {
+			a = u // so do the first after a silence (see observe)
+		}
+		if 1-w < a {
+			w = 1 - a
 		}
 		s.lat = s.lat*w + x*(1-w)
 		s.sq = s.sq*w + xx*(1-w)

@@ -338,10 +338,10 @@ func pickTwoSteady(b *Balancer, g *group) int {
 // rules, in its order, with nothing to check per member, over member
 // positions and the flat arrays.
 func pickFairSteady(b *Balancer, g *group, now int64) int {
-	p := int(g.cur.n.Add(1) % g.size)
+	x := b.rand()
+	p := b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
+	// The probe rule: p keeps the pick if not picked for DecayTime/4.
 	if now-g.picks[p].Load() < g.probe {
-		x := b.rand()
-		p = b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
 		if g.fairAll {
 			p = fairScanSteady(g, p)
 		} else {

@@ -116,10 +116,10 @@ type group struct {
 	// board is fair's estimates of a group it scores in whole, for its
 	// steady read (see fairBoard); nil otherwise.
 	board *fairBoard
-	// size is len(members), lookLen len(look), as the table reads divide
-	// by them; fairAll is true when fair scores the group in whole.
-	size, lookLen uint64
-	fairAll       bool
+	// lookLen is len(look), as the table reads divide by it; fairAll is
+	// true when fair scores the group in whole.
+	lookLen uint64
+	fairAll bool
 	// gate is &sched.gate, one selector shorter.
 	gate *atomic.Int64
 	// allMask has a bit for each member, up to tieBits (least_conn's tie
@@ -301,7 +301,6 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
 	g.picks = make([]*atomic.Int64, len(members))
-	g.size = uint64(len(members))
 	for i, m := range members {
 		g.counts[i], g.milli[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.lastPick
 		g.totalWeight += int64(m.weight)
