@@ -93,8 +93,8 @@ func fold(g *group, s *backendState, lat int64, failed bool, now int64) {
 // or loaded, and one 10 times slower, or busier, gets less. A backend not
 // yet measured scores 0 while it has nothing in flight (so it is tried at
 // once) and +Inf while its first requests are out (so a new backend is not
-// flooded before its first answer); until it has fairFew answers' worth it
-// is due for the probe at once (see observe).
+// flooded before its first answer); until it has fairFew answers' worth the
+// probe is due at once (see observe): drawn first, it keeps the pick.
 //
 // The latency estimate is a plain EWMA, not the peak EWMA of Finagle and
 // Linkerd (where an answer above the estimate replaces it): with the peak,
@@ -373,8 +373,8 @@ const (
 //     (v below: each answer counts at least as one more of the 1/v
 //     answers' worth lat rests on, so the first answers after a silence
 //     count alike too, and the estimate is young for about as few of them
-//     as a new backend's, not for the hundreds fairKeep alone would take to
-//     bring v down); it pulls the penalty towards 1 with weight at least
+//     as a new backend's, not for the many that fairKeep alone would take
+//     to bring v down); it pulls the penalty towards 1 with weight at least
 //     1/2;
 //   - wait is the mean residual latency of a request in flight, in units of
 //     lat: 1 for exponential latencies, far more for mixed costs (95% 1 ms,

@@ -406,7 +406,8 @@ func TestFairDecayOptionAndErrors(t *testing.T) {
 }
 
 // TestFairEWMA checks the estimate: latency samples pulled in by
-// 1-exp(-elapsed/decay), by 1/n at the n-th and by at least 0.5% each;
+// 1-exp(-elapsed/decay), by 1/n at the n-th, by v/(1+v) (one more of the
+// 1/v answers' worth the estimate rests on) and by at least 0.5% each;
 // failures double the penalty up to 1024 and never lower the latency;
 // successes halve the penalty's excess at least; the wait behind a request
 // in flight follows the spread of latencies; after any silence and any
