@@ -302,12 +302,7 @@ func startNginx(t *testing.T, ups []*upstream) *nginx {
 	// Held requests each need a connection of their own.
 	n.heldClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 
-	dir := t.TempDir()
-	for _, sub := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := nginxPrefix(t)
 	// The front port is chosen free here and handed to nginx; another
 	// process may take it in between, so a failed bind is retried.
 	var lastErr error
@@ -333,6 +328,19 @@ func startNginx(t *testing.T, ups []*upstream) *nginx {
 	return nil
 }
 
+// nginxPrefix returns a new prefix directory for an nginx: logs and tmp in a
+// directory removed when the test ends.
+func nginxPrefix(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, sub := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -346,20 +354,7 @@ func freePort() (int, error) {
 // plus probes that show the realip header and the raw argument arriving.
 func (n *nginx) config(port int, ups []*upstream) string {
 	var b strings.Builder
-	b.WriteString(`pid nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-    keepalive_requests 100000;
-    # A backend error must show as an error, not as a second pick.
-    proxy_next_upstream off;
-`)
+	b.WriteString(confHTTPStart)
 	for _, u := range ups {
 		fmt.Fprintf(&b, "    upstream %s {\n", u.name)
 		if u.method.directive != "" {
@@ -370,7 +365,36 @@ http {
 		}
 		b.WriteString("    }\n")
 	}
-	fmt.Fprintf(&b, `    server {
+	b.WriteString(confFrontServer(port))
+	for _, u := range ups {
+		fmt.Fprintf(&b, "        location = /%s { proxy_pass http://%s; add_header X-Upstream $upstream_addr always; }\n", u.name, u.name)
+	}
+	b.WriteString("    }\n}\n")
+	return b.String()
+}
+
+// confHTTPStart opens every test's nginx.conf, up to inside its http block:
+// paths under the prefix directory, no access log, and no second pick when a
+// backend fails (a backend error must show as an error).
+const confHTTPStart = `pid nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    keepalive_requests 100000;
+    proxy_next_upstream off;
+`
+
+// confFrontServer opens the server block listening on port: the client's
+// address from X-Real-IP (for ip_hash), the readiness probe start waits for,
+// and probes that show the realip header and the raw argument arriving.
+func confFrontServer(port int) string {
+	return fmt.Sprintf(`    server {
         listen 127.0.0.1:%d;
         set_real_ip_from 127.0.0.1;
         real_ip_header X-Real-IP;
@@ -378,11 +402,6 @@ http {
         location = /remote_addr { return 200 "$remote_addr"; }
         location = /arg_k { return 200 "$arg_k"; }
 `, port)
-	for _, u := range ups {
-		fmt.Fprintf(&b, "        location = /%s { proxy_pass http://%s; add_header X-Upstream $upstream_addr always; }\n", u.name, u.name)
-	}
-	b.WriteString("    }\n}\n")
-	return b.String()
 }
 
 // start runs nginx in its own process group and waits until it answers.
