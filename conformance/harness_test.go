@@ -184,7 +184,9 @@ func nginxBinary(t *testing.T) string {
 
 // pool is the Go backends: each answers with its own address. A request
 // whose query ends in hold=ID is reported on arrived and answered only when
-// the test closes the gate registered for ID.
+// the test closes the gate registered for ID; one with set=ID in its query
+// also sets a cookie of the backend's own, sess=ID (what nginx's sticky learn
+// learns from).
 type pool struct {
 	addrs   []string
 	arrived chan arrival
@@ -198,24 +200,34 @@ type arrival struct{ id, addr string }
 // on [::1]; they stop when the test ends.
 func startPool(t *testing.T, ipv6 bool) *pool {
 	t.Helper()
-	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
-	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
 	n := poolSize
 	if ipv6 {
 		n *= 2
 	}
-	for i := range n {
-		host := "127.0.0.1:0"
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0.1:0"
 		if i >= poolSize {
-			host = "[::1]:0"
+			hosts[i] = "[::1]:0"
 		}
+	}
+	return listenPool(t, hosts)
+}
+
+// listenPool starts a backend on each of hosts (port 0: any free port);
+// they stop when the test ends. A host without IPv6 loopback skips the test.
+func listenPool(t *testing.T, hosts []string) *pool {
+	t.Helper()
+	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
+	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
+	for _, host := range hosts {
 		ln, err := net.Listen("tcp", host)
 		if err != nil {
 			srv.Close()
-			if i >= poolSize {
+			if strings.HasPrefix(host, "[::1]") {
 				t.Skipf("this host has no IPv6 loopback (%v); the IPv6 backend cases need it", err)
 			}
-			t.Fatalf("backend listener: %v", err)
+			t.Fatalf("backend listener %s: %v", host, err)
 		}
 		p.addrs = append(p.addrs, ln.Addr().String())
 		go srv.Serve(ln)
@@ -232,11 +244,24 @@ func startPool(t *testing.T, ipv6 bool) *pool {
 	return p
 }
 
+// release lets the request held as id answer.
+func (p *pool) release(id string) {
+	p.mu.Lock()
+	if g := p.gates[id]; g != nil {
+		close(g)
+		delete(p.gates, id)
+	}
+	p.mu.Unlock()
+}
+
 func (p *pool) serve(w http.ResponseWriter, r *http.Request) {
 	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if addr == nil {
 		http.Error(w, "no local address", http.StatusInternalServerError)
 		return
+	}
+	if id := r.URL.Query().Get("set"); id != "" {
+		w.Header().Add("Set-Cookie", "sess="+id+"; path=/")
 	}
 	// The hold parameter is found by hand: the raw keys before it need not
 	// be valid for Go's query parser.
@@ -594,10 +619,7 @@ func (n *nginx) hold(u *upstream, i int) (*inflight, error) {
 
 // release lets a held request's backend answer and waits for the answer.
 func (n *nginx) release(f *inflight) error {
-	n.pool.mu.Lock()
-	delete(n.pool.gates, f.id)
-	n.pool.mu.Unlock()
-	close(f.gate)
+	n.pool.release(f.id)
 	select {
 	case a := <-f.done:
 		if a.err == nil && a.pos != f.pos {

@@ -331,6 +331,17 @@ func keyedDrainPattern(b *caseB, keys []string) *caseB {
 	return b
 }
 
+// maxConnsCase: a request held at server a (max_conns=1), a request bound
+// to a while it is full, and one after its release.
+func maxConnsCase(name, method string) *caseB {
+	b := newCase(name, "a bound server full at max_conns", method, "sticky cookie srv", sv(0, "max_conns=1"), sv(1, ""), sv(2, ""))
+	b.send("", to(0)).Held = true
+	b.rr(0, nb)
+	withRelease(b.send("", to(0)), 0)
+	b.rr(nb)
+	return b
+}
+
 func cases(bs ...*caseB) []stickyCase {
 	out := make([]stickyCase, len(bs))
 	for i, b := range bs {
@@ -421,12 +432,7 @@ func cookieRoundRobin() *stickyFamily {
 	dup.rr(1, 1, 0, nb, nb, nb)
 	backup := newCase("rr_backup", "a cookie naming a backup while a primary is up", "round_robin", ck, sv(0, ""), sv(1, "down"), sv(2, "backup"), sv(3, "backup weight=2"))
 	backup.rr(2, 3, 1, nb, nb, 0)
-	mc := newCase("rr_max_conns", "a bound server full at max_conns", "round_robin", ck, sv(0, "max_conns=1"), sv(1, ""), sv(2, ""))
-	mc.rr(0)
-	mc.c.Requests[0].Held = true
-	mc.rr(0, nb)
-	withRelease(mc.send("", to(0)), 0)
-	mc.rr(nb)
+	mc := maxConnsCase("rr_max_conns", "round_robin")
 	return &stickyFamily{
 		Family: "cookie_round_robin",
 		About:  "sticky cookie over smooth weighted round robin: the low-limit rule, down, drain, backup, route=, max_conns, stale and garbage cookies",
@@ -450,12 +456,7 @@ func cookieLeastConn() *stickyFamily {
 	held.rr(1)
 	withRelease(held.send("", none()), 0, 1)
 	held.rr(nb, nb)
-	mc := newCase("lc_max_conns", "a bound server full at max_conns", "least_conn", ck, sv(0, "max_conns=1"), sv(1, ""), sv(2, ""))
-	mc.rr(0)
-	mc.c.Requests[0].Held = true
-	mc.rr(0, nb)
-	withRelease(mc.send("", to(0)), 0)
-	mc.rr(nb)
+	mc := maxConnsCase("lc_max_conns", "least_conn")
 	return &stickyFamily{
 		Family: "cookie_least_conn",
 		About:  "sticky cookie over least_conn: ties shared by smooth weights, a bound request changes no weight; down, drain, backup, max_conns",

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -99,64 +97,14 @@ func stickyNginxVersion(t *testing.T, bin string) string {
 	return line
 }
 
-// stickyBackends are the Go servers nginx proxies to. Each answers its own
-// address; "set=V" in the query makes it set its own cookie sess=V (what
-// sticky learn learns from), and "hold=ID" holds the answer until release.
-type stickyBackendSet struct {
-	mu      sync.Mutex
-	gates   map[string]chan struct{}
-	arrived chan string
-}
-
-func startStickyBackends(t *testing.T) *stickyBackendSet {
-	be := &stickyBackendSet{gates: map[string]chan struct{}{}, arrived: make(chan string, 16)}
-	srv := &http.Server{Handler: http.HandlerFunc(be.serve), ReadHeaderTimeout: 5 * time.Second}
-	for i := 0; i < stickyBackends; i++ {
-		ln, err := net.Listen("tcp", stickyAddr(i))
-		if err != nil {
-			srv.Close()
-			t.Fatalf("backend %s: %v", stickyAddr(i), err)
-		}
-		go srv.Serve(ln)
+// startStickyBackends starts the backends (the harness's pool) at their
+// fixed addresses.
+func startStickyBackends(t *testing.T) *pool {
+	hosts := make([]string, stickyBackends)
+	for i := range hosts {
+		hosts[i] = stickyAddr(i)
 	}
-	t.Cleanup(func() {
-		be.mu.Lock()
-		for id, g := range be.gates {
-			close(g)
-			delete(be.gates, id)
-		}
-		be.mu.Unlock()
-		srv.Close()
-	})
-	return be
-}
-
-func (be *stickyBackendSet) serve(w http.ResponseWriter, r *http.Request) {
-	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if addr == nil {
-		http.Error(w, "no local address", http.StatusInternalServerError)
-		return
-	}
-	q := r.URL.Query()
-	if v := q.Get("set"); v != "" {
-		w.Header().Add("Set-Cookie", "sess="+v+"; path=/")
-	}
-	if id := q.Get("hold"); id != "" {
-		be.mu.Lock()
-		gate := be.gates[id]
-		be.mu.Unlock()
-		if gate == nil {
-			http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
-			return
-		}
-		be.arrived <- id
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-		case <-time.After(stickyRecordLimit):
-		}
-	}
-	io.WriteString(w, addr.String())
+	return listenPool(t, hosts)
 }
 
 // stickyConf is nginx.conf for the given cases, listening on port.
@@ -176,7 +124,7 @@ func stickyConf(port int, cases []*stickyCase) string {
 
 // recordFamily tests each case's configuration alone, then runs the accepted
 // ones through one nginx and fills in the answers.
-func recordFamily(t *testing.T, bin string, be *stickyBackendSet, fam *stickyFamily) {
+func recordFamily(t *testing.T, bin string, be *pool, fam *stickyFamily) {
 	var run []*stickyCase
 	for i := range fam.Cases {
 		c := &fam.Cases[i]
@@ -250,27 +198,34 @@ type stickyResult struct {
 }
 
 // recordCase sends c's requests one after another and records the answers.
-func recordCase(base string, client, heldClient *http.Client, be *stickyBackendSet, c *stickyCase) error {
+func recordCase(base string, client, heldClient *http.Client, be *pool, c *stickyCase) error {
 	flights := map[int]*stickyFlight{}
 	defer func() {
 		for _, f := range flights {
 			be.release(f.id)
 		}
 	}()
+	// land releases held request j and records its answer.
+	land := func(j int) error {
+		f := flights[j]
+		if f == nil {
+			return fmt.Errorf("request %d is released but not held", j)
+		}
+		delete(flights, j)
+		be.release(f.id)
+		res := <-f.done
+		if res.err != nil {
+			return fmt.Errorf("held request %d: %v", j, res.err)
+		}
+		c.Requests[j].Answer = res.reply
+		return nil
+	}
 	for i := range c.Requests {
 		ex := &c.Requests[i]
 		for _, j := range ex.ReleaseBefore {
-			f := flights[j]
-			if f == nil {
-				return fmt.Errorf("request %d releases %d, which is not held", i, j)
+			if err := land(j); err != nil {
+				return err
 			}
-			be.release(f.id)
-			res := <-f.done
-			if res.err != nil {
-				return fmt.Errorf("held request %d: %v", j, res.err)
-			}
-			c.Requests[j].Answer = res.reply
-			delete(flights, j)
 		}
 		if ex.PauseBeforeMS > 0 {
 			time.Sleep(time.Duration(ex.PauseBeforeMS) * time.Millisecond)
@@ -283,27 +238,25 @@ func recordCase(base string, client, heldClient *http.Client, be *stickyBackendS
 			ex.Answer = reply
 			continue
 		}
-		f, err := be.hold(base, heldClient, c, ex, i)
+		f, err := be.holdSticky(base, heldClient, c, ex, i)
 		if err != nil {
 			return fmt.Errorf("request %d: %v", i, err)
 		}
 		flights[i] = f
 	}
-	for j, f := range flights {
-		be.release(f.id)
-		res := <-f.done
-		if res.err != nil {
-			return fmt.Errorf("held request %d: %v", j, res.err)
+	for j := range c.Requests {
+		if flights[j] != nil {
+			if err := land(j); err != nil {
+				return err
+			}
 		}
-		c.Requests[j].Answer = res.reply
-		delete(flights, j)
 	}
 	return nil
 }
 
 // hold sends ex on a connection of its own and returns once its backend has
 // it, so that nginx counts it in flight.
-func (be *stickyBackendSet) hold(base string, client *http.Client, c *stickyCase, ex *stickyExchange, i int) (*stickyFlight, error) {
+func (be *pool) holdSticky(base string, client *http.Client, c *stickyCase, ex *stickyExchange, i int) (*stickyFlight, error) {
 	f := &stickyFlight{id: fmt.Sprintf("%s-%d", c.Name, i), done: make(chan stickyResult, 1)}
 	be.mu.Lock()
 	be.gates[f.id] = make(chan struct{})
@@ -318,9 +271,9 @@ func (be *stickyBackendSet) hold(base string, client *http.Client, c *stickyCase
 		f.done <- stickyResult{reply, err}
 	}()
 	select {
-	case id := <-be.arrived:
-		if id != f.id {
-			return nil, fmt.Errorf("held request %s: %s arrived instead", f.id, id)
+	case a := <-be.arrived:
+		if a.id != f.id {
+			return nil, fmt.Errorf("held request %s: %s arrived instead", f.id, a.id)
 		}
 		return f, nil
 	case res := <-f.done:
@@ -328,15 +281,6 @@ func (be *stickyBackendSet) hold(base string, client *http.Client, c *stickyCase
 	case <-time.After(stickyRecordLimit):
 		return nil, fmt.Errorf("held request %s: no backend got it", f.id)
 	}
-}
-
-func (be *stickyBackendSet) release(id string) {
-	be.mu.Lock()
-	if g := be.gates[id]; g != nil {
-		close(g)
-		delete(be.gates, id)
-	}
-	be.mu.Unlock()
 }
 
 // stickyDo sends one request and reads nginx's answer.
