@@ -7,7 +7,8 @@ import (
 
 // The cases the sticky recorder runs through nginx. Each family becomes one
 // file under testdata/sticky. Servers are named by slot: slot i listens on
-// 127.0.0.1:44101+i; stickyDeadSlot is an address nothing listens on.
+// 127.0.0.1:44101+i, but stickyIPv6Slot listens on [::1]:44110; stickyDeadSlot is
+// an address nothing listens on.
 
 // srvSpec is a server line: the slot and its parameters as written.
 type srvSpec struct {
@@ -401,13 +402,15 @@ func cookieAttributes() *stickyFamily {
 	dv := newCase("attr_domain_variable", "domain from a variable: empty leaves the attribute out", "round_robin", "sticky cookie srv domain=$arg_d path=/", three...)
 	dv.send("", none(), "q:d=.x.test")
 	dv.send("", none())
+	v6 := newCase("attr_ipv6_server", "a server on [::1]: its id is the md5 of the address with brackets", "round_robin", "sticky cookie srv", sv(0, ""), sv(stickyIPv6Slot, ""))
+	v6.rr(nb, nb, 1, 0)
 	bc := newCase("attr_backend_cookie", "the backend sets a cookie of its own: both Set-Cookie headers, nginx's first", "round_robin", "sticky cookie srv expires=1h", three...)
 	bc.send("", creating(none(), "S1"))
 	bc.send("", creating(to(2), "S2"))
 	return &stickyFamily{
 		Family: "cookie_attributes",
 		About:  "sticky cookie's Set-Cookie header, byte for byte, for each attribute, and the request's Cookie header forms; round robin over three equal servers",
-		Cases:  cases(plain, ex, mx, lax, sn, mc, rev, e0, eu, ssv, dv, bc, forms),
+		Cases:  cases(plain, ex, mx, lax, sn, mc, rev, e0, eu, ssv, dv, v6, bc, forms),
 	}
 }
 
@@ -448,7 +451,7 @@ func cookieRoundRobin() *stickyFamily {
 }
 
 func cookieLeastConn() *stickyFamily {
-	const ck = "sticky cookie srv"
+	const ck = "sticky cookie srv expires=2h secure"
 	held := newCase("lc_held", "bound requests go to their server whatever its connections", "least_conn", ck, three...)
 	held.rr(nb, nb, 0, nb)
 	held.c.Requests[0].Held = true
@@ -473,7 +476,7 @@ func cookieLeastConn() *stickyFamily {
 // cookieKeyed is the family of a keyed method: ip_hash (keys are client
 // addresses) or hash $arg_k, plain or consistent.
 func cookieKeyed(method string, keys []string) *stickyFamily {
-	const ck = "sticky cookie srv"
+	const ck = "sticky cookie srv_id expires=1h path=/ httponly"
 	p := map[string]string{"ip_hash": "iph", "hash": "hash", "hash_consistent": "chash"}[method]
 	emptyKey := newCase(p+"_single_drain", "one draining server: fewer than two peers, so round robin decides", method, ck, sv(0, "drain"))
 	emptyKey.send(keys[0], to(0))

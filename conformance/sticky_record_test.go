@@ -41,9 +41,16 @@ const (
 	stickyRecordLimit = 10 * time.Second
 )
 
+// stickyIPv6Slot is the slot of the one backend on [::1], whose id nginx
+// computes from its bracketed address.
+const stickyIPv6Slot = stickyBackends
+
 func stickyAddr(slot int) string {
-	if slot == stickyDeadSlot {
+	switch slot {
+	case stickyDeadSlot:
 		return stickyDeadAddr
+	case stickyIPv6Slot:
+		return "[::1]:" + strconv.Itoa(stickyFirstPort+slot+1)
 	}
 	return "127.0.0.1:" + strconv.Itoa(stickyFirstPort+slot)
 }
@@ -98,9 +105,9 @@ func stickyNginxVersion(t *testing.T, bin string) string {
 }
 
 // startStickyBackends starts the backends (the harness's pool) at their
-// fixed addresses.
+// fixed addresses, one of them on [::1].
 func startStickyBackends(t *testing.T) *pool {
-	hosts := make([]string, stickyBackends)
+	hosts := make([]string, stickyBackends+1)
 	for i := range hosts {
 		hosts[i] = stickyAddr(i)
 	}
