@@ -317,12 +317,7 @@ func startCorpus(t *testing.T, dir string) *corpusRun {
 			run.vars[p] = run.killable(t, p)
 		}
 	}
-	run.files = t.TempDir()
-	for _, sub := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(run.files, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	run.files = nginxPrefix(t)
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,12 @@
 // in flight by a query parameter that makes its backend wait for the test's
 // signal; the test goes on once the backend has it, so nginx has counted it.
 //
+// Sticky sessions (nginx >= 1.29.6) are not in Debian's nginx: testdata/sticky
+// holds what an nginx 1.31.4 answered, recorded by hand with
+// TestRecordSticky (-record-sticky, and NGINX131 naming the binary). CI checks
+// those recordings without nginx (TestStickyRecordings); they are to be
+// replayed through core once core has sticky sessions.
+//
 // The tests need the nginx binary (Debian's nginx package: it has the realip
 // and upstream hash modules). They look for it in $NGINX, then $PATH and the
 // usual sbin directories. Without it they skip, unless the CI environment

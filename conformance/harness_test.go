@@ -183,7 +183,9 @@ func nginxBinary(t *testing.T) string {
 
 // pool is the Go backends: each answers with its own address. A request
 // whose query ends in hold=ID is reported on arrived and answered only when
-// the test closes the gate registered for ID.
+// the test closes the gate registered for ID; one with set=ID in its query
+// also sets a cookie of the backend's own, sess=ID (what nginx's sticky learn
+// learns from).
 type pool struct {
 	addrs   []string
 	arrived chan arrival
@@ -197,24 +199,34 @@ type arrival struct{ id, addr string }
 // on [::1]; they stop when the test ends.
 func startPool(t *testing.T, ipv6 bool) *pool {
 	t.Helper()
-	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
-	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
 	n := poolSize
 	if ipv6 {
 		n *= 2
 	}
-	for i := range n {
-		host := "127.0.0.1:0"
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0.1:0"
 		if i >= poolSize {
-			host = "[::1]:0"
+			hosts[i] = "[::1]:0"
 		}
+	}
+	return listenPool(t, hosts)
+}
+
+// listenPool starts a backend on each of hosts (port 0: any free port);
+// they stop when the test ends. A host without IPv6 loopback skips the test.
+func listenPool(t *testing.T, hosts []string) *pool {
+	t.Helper()
+	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
+	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
+	for _, host := range hosts {
 		ln, err := net.Listen("tcp", host)
 		if err != nil {
 			srv.Close()
-			if i >= poolSize {
+			if strings.HasPrefix(host, "[::1]") {
 				t.Skipf("this host has no IPv6 loopback (%v); the IPv6 backend cases need it", err)
 			}
-			t.Fatalf("backend listener: %v", err)
+			t.Fatalf("backend listener %s: %v", host, err)
 		}
 		p.addrs = append(p.addrs, ln.Addr().String())
 		go srv.Serve(ln)
@@ -231,11 +243,24 @@ func startPool(t *testing.T, ipv6 bool) *pool {
 	return p
 }
 
+// release lets the request held as id answer.
+func (p *pool) release(id string) {
+	p.mu.Lock()
+	if g := p.gates[id]; g != nil {
+		close(g)
+		delete(p.gates, id)
+	}
+	p.mu.Unlock()
+}
+
 func (p *pool) serve(w http.ResponseWriter, r *http.Request) {
 	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if addr == nil {
 		http.Error(w, "no local address", http.StatusInternalServerError)
 		return
+	}
+	if id := r.URL.Query().Get("set"); id != "" {
+		w.Header().Add("Set-Cookie", "sess="+id+"; path=/")
 	}
 	// The hold parameter is found by hand: the raw keys before it need not
 	// be valid for Go's query parser.
@@ -301,12 +326,7 @@ func startNginx(t *testing.T, ups []*upstream) *nginx {
 	// Held requests each need a connection of their own.
 	n.heldClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 
-	dir := t.TempDir()
-	for _, sub := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := nginxPrefix(t)
 	// The front port is chosen free here and handed to nginx; another
 	// process may take it in between, so a failed bind is retried.
 	var lastErr error
@@ -332,6 +352,19 @@ func startNginx(t *testing.T, ups []*upstream) *nginx {
 	return nil
 }
 
+// nginxPrefix returns a new prefix directory for an nginx: logs and tmp in a
+// directory removed when the test ends.
+func nginxPrefix(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, sub := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -345,20 +378,7 @@ func freePort() (int, error) {
 // plus probes that show the realip header and the raw argument arriving.
 func (n *nginx) config(port int, ups []*upstream) string {
 	var b strings.Builder
-	b.WriteString(`pid nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-    keepalive_requests 100000;
-    # A backend error must show as an error, not as a second pick.
-    proxy_next_upstream off;
-`)
+	b.WriteString(confHTTPStart)
 	for _, u := range ups {
 		fmt.Fprintf(&b, "    upstream %s {\n", u.name)
 		if u.method.directive != "" {
@@ -369,7 +389,36 @@ http {
 		}
 		b.WriteString("    }\n")
 	}
-	fmt.Fprintf(&b, `    server {
+	b.WriteString(confFrontServer(port))
+	for _, u := range ups {
+		fmt.Fprintf(&b, "        location = /%s { proxy_pass http://%s; add_header X-Upstream $upstream_addr always; }\n", u.name, u.name)
+	}
+	b.WriteString("    }\n}\n")
+	return b.String()
+}
+
+// confHTTPStart opens every test's nginx.conf, up to inside its http block:
+// paths under the prefix directory, no access log, and no second pick when a
+// backend fails (a backend error must show as an error).
+const confHTTPStart = `pid nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    keepalive_requests 100000;
+    proxy_next_upstream off;
+`
+
+// confFrontServer opens the server block listening on port: the client's
+// address from X-Real-IP (for ip_hash), the readiness probe start waits for,
+// and probes that show the realip header and the raw argument arriving.
+func confFrontServer(port int) string {
+	return fmt.Sprintf(`    server {
         listen 127.0.0.1:%d;
         set_real_ip_from 127.0.0.1;
         real_ip_header X-Real-IP;
@@ -377,11 +426,6 @@ http {
         location = /remote_addr { return 200 "$remote_addr"; }
         location = /arg_k { return 200 "$arg_k"; }
 `, port)
-	for _, u := range ups {
-		fmt.Fprintf(&b, "        location = /%s { proxy_pass http://%s; add_header X-Upstream $upstream_addr always; }\n", u.name, u.name)
-	}
-	b.WriteString("    }\n}\n")
-	return b.String()
 }
 
 // start runs nginx in its own process group and waits until it answers.
@@ -574,10 +618,7 @@ func (n *nginx) hold(u *upstream, i int) (*inflight, error) {
 
 // release lets a held request's backend answer and waits for the answer.
 func (n *nginx) release(f *inflight) error {
-	n.pool.mu.Lock()
-	delete(n.pool.gates, f.id)
-	n.pool.mu.Unlock()
-	close(f.gate)
+	n.pool.release(f.id)
 	select {
 	case a := <-f.done:
 		if a.err == nil && a.pos != f.pos {
