@@ -2,6 +2,8 @@ package core
 
 import (
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +51,38 @@ const (
 	fairUnit = 1024
 )
 
+// fairState is fair's estimate of one backend (see observe), part of the
+// backend's runtime state under fair. est is what picks read, a *fairEst
+// replaced whole. lat, sq (the EWMA of squared latencies), v (the sum of
+// the squared weights of the answers in lat), n (successes seen), penalty
+// and stamp (the clockNano of the last update) change under mu. lastPick
+// is the clockNano of the last pick. batch and batchSq hold the successes
+// Done has batched since the estimate's last update: their count (above
+// fairCountShift) and sum of latencies in ns, and the sum of their squares
+// in units of (2^fairSqShift ns)^2. folded is the clockNano of that update,
+// 0 while the estimate is young (every answer then goes in at once).
+type fairState struct {
+	est      atomic.Value
+	mu       sync.Mutex
+	lat      float64
+	sq       float64
+	v        float64
+	n        int64
+	penalty  float64
+	stamp    int64
+	lastPick atomic.Int64
+	batch    atomic.Uint64
+	batchSq  atomic.Uint64
+	folded   atomic.Int64
+}
+
+// newFairState returns the estimate of a backend with no answer yet.
+func newFairState() *fairState {
+	s := &fairState{}
+	s.est.Store(unmeasured)
+	return s
+}
+
 // fairEst is a backend's estimate as fair's picks read it (see observe),
 // replaced whole on every update so that a pick reads it with one load: e is the
 // latency estimate times the failure penalty in ns (0: unmeasured), wait
@@ -65,7 +99,7 @@ var unmeasured = &fairEst{}
 
 // fold feeds an answer to member state s of group g into its estimate (see
 // observe) and the new estimate to g's board.
-func fold(g *group, s *backendState, lat int64, failed bool, now int64) {
+func fold(g *group, s *fairState, lat int64, failed bool, now int64) {
 	observe(s, lat, failed, now, g.decay)
 	if g.board != nil {
 		refreshBoard(g)
@@ -131,6 +165,10 @@ func buildFair(g *group, c *Config) (strategy, error) {
 		d = DefaultDecayTime
 	}
 	g.decay = int64(d)
+	g.picks = make([]*atomic.Int64, len(g.members))
+	for i, m := range g.members {
+		g.picks[i] = &m.state.fair.lastPick
+	}
 	g.fold = g.decay / fairFoldShare
 	g.probe = g.decay / fairProbeShare
 	g.fairAll = len(g.members) <= fairScan
@@ -158,7 +196,7 @@ func (f *fair) pick(g *group, req request) int {
 		i, j, drawn := fairPair(f, g, r.b, x)
 		mi := g.members[i]
 		oki := drawn && usable(r, mi)
-		if oki && now-mi.state.lastPick.Load() >= g.probe {
+		if oki && now-mi.state.fair.lastPick.Load() >= g.probe {
 			return taken(mi, i, now) // the probe
 		}
 		if oki && n <= fairScan {
@@ -262,7 +300,7 @@ func lookSecond(b *Balancer, look []int32, x uint64, i int) int {
 
 // taken records that member m (at position pos) was picked at now.
 func taken(m *member, pos int, now int64) int {
-	m.state.lastPick.Store(now)
+	m.state.fair.lastPick.Store(now)
 	return pos
 }
 
@@ -288,7 +326,7 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 	} else if lc >= lm {
 		return false
 	}
-	ce, me := c.state.est.Load().(*fairEst), m.state.est.Load().(*fairEst)
+	ce, me := c.state.fair.est.Load().(*fairEst), m.state.fair.est.Load().(*fairEst)
 	if lc == lm {
 		t := ce.tie
 		if me.tie > t {
@@ -312,7 +350,7 @@ func fairBetter(c *member, cw int64, m *member, mw int64) bool {
 // unmeasured member scores 0 while idle and +Inf while its first requests
 // are out.
 func fairCost(m *member, milli int64) float64 {
-	x := m.state.est.Load().(*fairEst)
+	x := m.state.fair.est.Load().(*fairEst)
 	in := m.state.inflight.Load()
 	if x.e == 0 {
 		if in > 0 {
@@ -404,7 +442,7 @@ const (
 // latency seen times 1024), and after a long silence w is 0: the next
 // success is the new latency estimate. A function, not a method, as the
 // pick path's helpers are.
-func observe(s *backendState, lat int64, failed bool, now, decay int64) {
+func observe(s *fairState, lat int64, failed bool, now, decay int64) {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured
@@ -501,7 +539,7 @@ func fairDecayWeight(el, decay int64) float64 {
 // estimate, one after the other, the first with decay weight w and the
 // others as arriving at once (see observe), and returns the penalty p as
 // they relax it. Called with s.mu held.
-func fairSuccesses(s *backendState, c int64, x, xx, w, p float64) float64 {
+func fairSuccesses(s *fairState, c int64, x, xx, w, p float64) float64 {
 	if x < 1 {
 		x, xx = 1, 1 // a measured backend never scores as unmeasured
 	}

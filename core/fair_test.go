@@ -88,7 +88,7 @@ func TestFairExactChoices(t *testing.T) {
 // setFairEstimate gives backend i of b the estimate of a backend that has
 // answered in lat many times, the last just now, and was picked just now.
 func setFairEstimate(b *Balancer, i int, lat time.Duration) {
-	s := b.members[i].state
+	s := b.members[i].state.fair
 	s.mu.Lock()
 	x, now := float64(lat), clockNano(b)
 	s.lat, s.sq, s.v, s.n, s.penalty, s.stamp = x, 2*x*x, 0, 1000, 1, now
@@ -413,7 +413,7 @@ func TestFairDecayOptionAndErrors(t *testing.T) {
 // in flight follows the spread of latencies; after any silence and any
 // input the estimate is finite.
 func TestFairEWMA(t *testing.T) {
-	s := newBackendState()
+	s := newFairState()
 	decay := int64(10 * time.Second)
 	est := func() float64 { return s.est.Load().(*fairEst).e }
 	near := func(what string, got, want float64) {
@@ -463,7 +463,7 @@ func TestFairEWMA(t *testing.T) {
 	near("after 1000h", est(), 1e6)
 	// The tie: after one answer, fairTie plus fairSure standard errors of
 	// a single exponential answer (1); after four equal ones, half that.
-	q := newBackendState()
+	q := newFairState()
 	tie := func() float64 { return float64(q.est.Load().(*fairEst).tie) / fairUnit }
 	observe(q, int64(30*time.Millisecond), false, 1e9, decay)
 	near("tie after one answer", tie(), fairTie+fairSure)
@@ -490,7 +490,7 @@ func TestFairEWMA(t *testing.T) {
 	near("tie with outliers", tie(), fairMaxTie)
 	// Constant latencies: a request ahead holds the next one up by half
 	// its latency, which wait counts as 1 (a full one), its floor.
-	c := newBackendState()
+	c := newFairState()
 	for k := 0; k < 100; k++ {
 		observe(c, int64(time.Millisecond), false, int64(k)*1e6, decay)
 	}
@@ -594,11 +594,11 @@ func TestFairWaitBehindMixedCosts(t *testing.T) {
 		b.release(1, 10*time.Millisecond, false)
 		clock.add(time.Millisecond)
 	}
-	if k := b.members[0].state.est.Load().(*fairEst).wait; k < 10 || k > 20 {
+	if k := b.members[0].state.fair.est.Load().(*fairEst).wait; k < 10 || k > 20 {
 		t.Fatalf("a's wait %v, want its mean residual latency, 10 to 20 latencies", k)
 	}
 	for _, m := range b.members { // both picked just now: no probe due
-		m.state.lastPick.Store(clockNano(b))
+		m.state.fair.lastPick.Store(clockNano(b))
 	}
 	if i := hcPick(t, b); i != 0 {
 		t.Fatalf("both idle: picked %d, want a (%v against %v)", i, b.Latency(0), b.Latency(1))
@@ -731,20 +731,20 @@ func TestFairSlowUnderRealNoise(t *testing.T) {
 func TestFairBatches(t *testing.T) {
 	clock := newHCClock()
 	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now})
-	each := newBackendState() // the same answers, one observe each
+	each := newFairState() // the same answers, one observe each
 	folds := 0
 	for k := 0; k < 4000; k++ {
 		lat := time.Duration(1+2*(k%2)) * time.Millisecond // 1 and 3 ms alike
 		b.hold(0)
-		before := b.members[0].state.stamp
+		before := b.members[0].state.fair.stamp
 		b.release(0, lat, false)
-		if b.members[0].state.stamp != before {
+		if b.members[0].state.fair.stamp != before {
 			folds++
 		}
 		observe(each, int64(lat), false, clockNano(b), int64(DefaultDecayTime))
 		clock.add(100 * time.Microsecond)
 	}
-	s := b.members[0].state
+	s := b.members[0].state.fair
 	b.hold(0)
 	b.release(0, 2*time.Millisecond, false) // past the fold time only if the batch is older than it
 	clock.add(DefaultDecayTime / fairFoldShare)
@@ -851,7 +851,7 @@ func TestFairWeightsAfterSilence(t *testing.T) {
 // that lowering v by fairKeep^2 an answer took (during which the probe rule
 // took the picks round in turn over any weights).
 func TestFairYoungAfterSilence(t *testing.T) {
-	s := newBackendState()
+	s := newFairState()
 	decay, ms := int64(DefaultDecayTime), int64(time.Millisecond)
 	now := int64(1)
 	for k := 0; k < 2000; k++ {

@@ -59,7 +59,11 @@ func (b *Balancer) Latency(i int) time.Duration {
 	if i < 0 || i >= len(b.members) {
 		return 0
 	}
-	e := b.members[i].state.est.Load().(*fairEst).e
+	f := b.members[i].state.fair
+	if f == nil {
+		return 0
+	}
+	e := f.est.Load().(*fairEst).e
 	if !(e < math.MaxInt64) { // MaxInt64 rounds up to 2^63 as a float64
 		return math.MaxInt64
 	}

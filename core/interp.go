@@ -445,7 +445,7 @@ func refreshBoard(g *group) {
 	bd.mu.Lock()
 	e := make([]*fairEst, len(g.members))
 	for i, m := range g.members {
-		e[i] = m.state.est.Load().(*fairEst)
+		e[i] = m.state.fair.est.Load().(*fairEst)
 	}
 	bd.ests.Store(e)
 	bd.mu.Unlock()

@@ -148,7 +148,7 @@ func Done(b *Balancer, i int, t Ticket, latency time.Duration, failed bool) {
 // goes in at once.
 func report(b *Balancer, m *member, now, x int64, failed bool) {
 	if g := m.group; g.decay > 0 {
-		s := m.state
+		s := m.state.fair
 		if failed || uint64(x) >= fairBatchMax || now-s.folded.Load() >= g.fold {
 			fold(g, s, x, failed, now)
 		} else {

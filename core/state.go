@@ -45,28 +45,11 @@ type backendState struct {
 	// left by a smooth pass or a failure; a rebuilt group starts from it.
 	deficit atomic.Int64
 
-	// fair's estimate (see observe): est is what picks read, a *fairEst
-	// replaced whole. lat, sq (the EWMA of squared latencies), v (the sum
-	// of the squared weights of the answers in lat), n (successes seen),
-	// penalty and stamp (the clockNano of the last update) change under
-	// mu. lastPick is the clockNano of the last fair pick.
-	est      atomic.Value
-	mu       sync.Mutex
-	lat      float64
-	sq       float64
-	v        float64
-	n        int64
-	penalty  float64
-	stamp    int64
-	lastPick atomic.Int64
-	// batch and batchSq hold the successes Report has batched since the
-	// estimate's last update: their count (above fairCountShift) and sum
-	// of latencies in ns, and the sum of their squares in units of
-	// (2^fairSqShift ns)^2. folded is the clockNano of that update, 0
-	// while the estimate is young (every answer then goes in at once).
-	batch   atomic.Uint64
-	batchSq atomic.Uint64
-	folded  atomic.Int64
+	// mu guards counts (see failing.go).
+	mu sync.Mutex
+	// fair is fair's estimate of the backend; nil under the strategies that
+	// keep none (a balancer that times answers makes it, see newMember).
+	fair *fairState
 	// counts are the failing counts this backend's failures go to (under
 	// mu; see failing.go).
 	counts []*failRef
@@ -77,10 +60,13 @@ type backendState struct {
 	owner atomic.Value
 }
 
-// newBackendState returns the state of an address no balancer has had.
-func newBackendState() *backendState {
+// newBackendState returns the state of an address no balancer has had,
+// with fair's estimate when timed.
+func newBackendState(timed bool) *backendState {
 	s := &backendState{}
-	s.est.Store(unmeasured)
+	if timed {
+		s.fair = newFairState()
+	}
 	return s
 }
 
@@ -114,7 +100,7 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 			return m
 		}
 	}
-	m.state = newBackendState()
+	m.state = newBackendState(b.timed)
 	if prev != nil && m.slowStart > 0 {
 		// A backend added to a running balancer ramps up; one present at
 		// construction does not (a restart should not throttle everyone).

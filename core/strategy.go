@@ -300,9 +300,8 @@ func newGroup(members []*member, info strategyInfo, b *Balancer) (*group, error)
 	g.plain, g.allUp = true, true
 	g.counts = make([]*atomic.Int64, len(members))
 	g.milli = make([]int64, len(members))
-	g.picks = make([]*atomic.Int64, len(members))
 	for i, m := range members {
-		g.counts[i], g.milli[i], g.picks[i] = &m.state.inflight, int64(m.weight)*1000, &m.state.lastPick
+		g.counts[i], g.milli[i] = &m.state.inflight, int64(m.weight)*1000
 		g.totalWeight += int64(m.weight)
 		g.plain = g.plain && m.plain
 		g.allUp = g.allUp && !m.down
