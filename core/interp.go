@@ -60,51 +60,118 @@ type nameProbe struct{}
 // When the count is not nil, the caller counts the request down itself
 // with Add(-1) on it (deferred, so that a handler's panic still ends the
 // request), and the ticket then says only whether Done must hear of the
-// request's outcome even when it succeeds (0: it need not); Done with it
-// counts nothing down. When the count is nil, Done ends the request as
-// after Pick. (A balancer that also counts requests over all its backends,
-// least_conn from nine backends and url_hash's bounded mode, hands back no
-// count: its request ends with Done.)
+// request even when it succeeds (0: it need not); Done with it counts the
+// backend's count down no further. A balancer that also counts requests
+// over all its backends (least_conn from nine backends, url_hash's bounded
+// mode) gives a ticket that Done takes off that count: a request whose
+// handler panics before its Done leaves that count one high, which costs
+// least_conn its O(1) pick while nothing is in flight (the scan then finds
+// every backend tied and makes the same choice), never a choice.
 func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	g := b.primary
-	if g.table == tableSchedule && g.gate.Load() == 1 && g.watch.Load() == 0 { // pickTable's, inline
-		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size]), nil, 0
-	}
-	i, now := noAnswer, int64(0)
-	if g.table == tableFair {
-		now = clockEpoch + int64(b.since(clockBase)) // clockNano, inline
-		if now == 0 {
-			now = 1
+	switch g.table {
+	case tableSchedule:
+		if g.gate.Load() == 1 && g.watch.Load() == 0 { // pickTable's read, inline
+			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size]), nil, 0
 		}
-		if steady(g, g.gate.Load()) {
-			i = pickFairSteady(b, g, now)
+	case tableLeast, tableTwo:
+		return takeLeast(b, g, key)
+	case tableFair:
+		return takeFair(b, g, key)
+	case tableCRC:
+		return takeCRC(b, g, key)
+	case tableMaglev:
+		return takeMaglev(b, g, key)
+	case tableIPHash:
+		return takeIPHash(b, g, key)
+	}
+	return takeAny(b, key)
+}
+
+// takeCRC, takeMaglev and takeIPHash are Take under url_hash's ketama and
+// modulo modes, its maglev mode and ip_hash: pickTable's read, inline, a
+// function each (the hashing too, as crcString and ipHashFirst do it
+// interpreted), with a ticket of 0 (these count nothing, and a steady
+// group has no backend with failures to clear).
+func takeCRC(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if key != "" && g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
+		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
+			return int(i), nil, 0
 		}
-	} else {
-		i = pickTable(b, key)
 	}
-	if i == noAnswer {
-		i = pickFrom(b, request{key: key, b: b, nowNs: now})
-	}
-	if i < 0 {
-		return -1, nil, 0
-	}
-	if !b.counted || b.inflight != nil {
-		return i, nil, begin(b, i)
-	}
-	// begin, inline, without the count-down Done would make.
-	n := b.counts[i]
-	n.Add(1)
-	b.requests[i].Add(1)
-	if b.timed {
-		if now == 0 {
-			now = clockNano(b)
+	return takeAny(b, key)
+}
+
+func takeMaglev(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if key != "" && g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
+		if i := g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]; i >= 0 { // slot(g, maglevKey(key))
+			return int(i), nil, 0
 		}
-		return i, n, Ticket(now &^ ticketCount)
 	}
-	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
-		return i, n, 1
+	return takeAny(b, key)
+}
+
+func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
+		if i := g.look[ipHashFirst(key)]; i >= 0 {
+			return int(i), nil, 0
+		}
 	}
-	return i, n, 0
+	return takeAny(b, key)
+}
+
+// takeLeast is Take under least_conn: its steady read (exact, or two
+// choices'), the request counted on the backend alone, inline. A steady
+// group has no backend with failures to clear (see steady), so the
+// ticket is 0.
+func takeLeast(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if gate := g.gate.Load(); gate>>modeBits == 0 && g.watch.Load() == 0 { // steady(g, gate), inline
+		i := noAnswer
+		if g.table == tableLeast {
+			i = pickLeastSteady(b, g, gate)
+		} else {
+			i = pickTwoSteady(b, g)
+		}
+		if i >= 0 {
+			n := b.counts[i]
+			n.Add(1)
+			b.requests[i].Add(1)
+			if b.inflight != nil {
+				b.inflight.Add(1)
+				return i, n, ticketTotal
+			}
+			return i, n, 0
+		}
+	}
+	return takeAny(b, key)
+}
+
+
+// takeFair is Take under fair: its steady read at the pick's clock
+// reading, which the ticket carries, and the count as takeLeast's.
+func takeFair(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if gate := g.gate.Load(); gate>>modeBits == 0 && g.watch.Load() == 0 { // steady(g, gate), inline
+		now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
+		i := pickFairSteady(b, g, now)
+		n := b.counts[i]
+		n.Add(1)
+		b.requests[i].Add(1)
+		return i, n, Ticket(now &^ ticketFlags)
+	}
+	return takeAny(b, key)
+}
+
+// takeAny is Take as Pick makes it: the table's read or the full pick, and
+// begin; the backend's count handed back.
+func takeAny(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
+	i, t := Pick(b, key, Filter{})
+	if t&ticketCount == 0 {
+		return i, nil, t
+	}
+	if b.inflight != nil {
+		t |= ticketTotal
+	}
+	return i, b.counts[i], t &^ ticketCount
 }
 
 // crcString is the CRC-32 (IEEE) checksum of s: nginx's ngx_crc32_long.

@@ -39,7 +39,8 @@ type Ticket int64
 
 // Latencies with a meaning of their own, for Done.
 const (
-	// SincePick times the answer from the pick.
+	// SincePick times the answer from the pick (a timed strategy's ticket
+	// carries the pick's clock reading).
 	SincePick time.Duration = -1
 	// NotSent says the request never went to the backend (the caller
 	// changed its mind after the pick): it is counted down, and nothing
@@ -48,9 +49,15 @@ const (
 )
 
 // ticketCount marks a ticket whose request Done counts down (Pick's, when
-// the balancer counts; never Take's, whose caller counts down itself); the
-// bits below it are the pick's clock reading, or 1.
-const ticketCount = 1 << 62
+// the balancer counts; never Take's, whose caller counts the backend's
+// count down itself); ticketTotal one whose request Done takes off the
+// count over all backends only (Take's, where the balancer keeps one). The
+// bits below them are the pick's clock reading, or 1.
+const (
+	ticketCount = 1 << 62
+	ticketTotal = 1 << 61
+	ticketFlags = ticketCount | ticketTotal
+)
 
 // Pick chooses a backend for one request, with key what the hash
 // strategies hash (the client IP for ip_hash, any string for url_hash; the
@@ -88,9 +95,12 @@ func begin(b *Balancer, i int) Ticket {
 	b.counts[i].Add(1)
 	b.requests[i].Add(1)
 	if b.timed {
-		return Ticket(clockNano(b)&^ticketCount | ticketCount)
+		return Ticket(clockNano(b)&^ticketFlags | ticketCount)
 	}
-	return 1 | ticketCount
+	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
+		return 1 | ticketCount
+	}
+	return ticketCount
 }
 
 // Done ends the request to backend i that Pick began with ticket t, after
@@ -110,29 +120,31 @@ func Done(b *Balancer, i int, t Ticket, latency time.Duration, failed bool) {
 	if uint(i) >= uint(len(b.members)) {
 		return
 	}
-	if t&ticketCount != 0 {
-		b.counts[i].Add(-1)
-		if b.inflight != nil {
-			b.inflight.Add(-1)
-		}
+	if t&ticketFlags != 0 {
+		countDown(b, i, t)
 	}
 	if latency == NotSent {
 		return
 	}
-	m := b.members[i]
 	var now int64
 	if b.timed {
-		now = clockNano(b)
+		now = clockEpoch + int64(b.since(clockBase)) // clockNano, inline: see interp.go
 		if latency == SincePick {
-			latency = 0 // a ticket with no reading (0: not from a pick) times nothing
-			if at := int64(t &^ ticketCount); at > 1 {
-				latency = time.Duration(now - at)
-			}
+			latency = time.Duration(now - int64(t&^ticketFlags))
 		}
-	} else if latency < 0 {
-		latency = 0
 	}
-	report(b, m, now, int64(latency), failed)
+	report(b, b.members[i], now, int64(latency), failed)
+}
+
+// countDown ends a request to backend i that Pick or Take counted in
+// flight, as its ticket t says.
+func countDown(b *Balancer, i int, t Ticket) {
+	if t&ticketCount != 0 {
+		b.counts[i].Add(-1)
+	}
+	if b.inflight != nil {
+		b.inflight.Add(-1)
+	}
 }
 
 // report is Done's report of an answer from member m after x ns, at now (a

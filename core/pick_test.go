@@ -20,13 +20,13 @@ func TestTakeMatchesPick(t *testing.T) {
 		own  bool // Take hands the count back
 	}{
 		{"least_conn", Config{Strategy: LeastConn, Backends: hcBackends(5, 3, 2)}, "", true},
-		{"least_conn nine", Config{Strategy: LeastConn, Backends: hcBackends(1, 2, 3, 1, 2, 3, 1, 2, 3)}, "", false},
+		{"least_conn nine", Config{Strategy: LeastConn, Backends: hcBackends(1, 2, 3, 1, 2, 3, 1, 2, 3)}, "", true},
 		{"least_conn two_choices", Config{Strategy: LeastConn, TwoChoices: true, Backends: hcBackends(5, 3, 2)}, "", true},
 		{"fair", Config{Strategy: Fair, Backends: hcBackends(5, 3, 2)}, "", true},
 		{"fair ten", Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 4, 5, 1, 2, 3, 4, 5)}, "", true},
 		{"smooth_wrr", Config{Strategy: SmoothWRR, Backends: hcBackends(5, 3, 2)}, "", false},
 		{"weighted_random", Config{Strategy: WeightedRandom, Backends: hcBackends(5, 3, 2)}, "", false},
-		{"url_hash bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1, 1)}, "/a/b", false},
+		{"url_hash bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1, 1)}, "/a/b", true},
 		{"ip_hash", Config{Strategy: IPHash, Backends: hcBackends(1, 2, 1)}, "192.0.2.7", false},
 	}
 	for _, c := range cases {

@@ -486,10 +486,15 @@ func finish(a *attempt) {
 }
 
 // ended is finish for a try that failed or whose latency counts, timed
-// from its pick. A request the client gave up on says nothing about the
-// server, unless the server answered it with a failStatus status.
+// from its pick (a try with no ticket, which the error handler settles
+// itself, has none to time). A request the client gave up on says nothing
+// about the server, unless the server answered it with a failStatus status.
 func ended(a *attempt) {
-	core.Done(a.b.Balancer, a.i, a.t, core.SincePick, verdict(a))
+	lat := core.SincePick
+	if a.t == 0 {
+		lat = 0
+	}
+	core.Done(a.b.Balancer, a.i, a.t, lat, verdict(a))
 }
 
 // verdict reports whether a's try counts as a failure, and records the
