@@ -144,6 +144,8 @@ func Contenders() []Contender {
 		CaddyLeastConn(),
 		CaddyRandomChoose(2),
 		NginxLeastConn(),
+		NginxLeastTime(false),
+		NginxLeastTime(true),
 		HAProxyLeastConn(),
 		EnvoyLeastRequest(),
 		FinaglePeakEWMA(),
