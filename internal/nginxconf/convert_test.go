@@ -465,7 +465,8 @@ func TestWarnings(t *testing.T) {
 // words that are true of it; only random's least_time= is NGINX Plus's.
 func TestTodaysNginx(t *testing.T) {
 	const fairSays = "fair is latency-aware by its own estimate (a decaying average of each server's answer times, times a penalty that doubles with each failure, 5xx answers included, stretched by its requests in flight), " +
-		"where least_time averages times in 20 ms bands, multiplies them by connections, shares ties by round robin and takes a fast 5xx for a fast answer (a server failing fast draws requests there, few under fair); " +
+		"where least_time averages times in 20 ms bands, multiplies them by connections and shares ties by round robin; " +
+		"least_time takes a fast 5xx for a fast answer, so a server that fails fast gets many requests from nginx and few from fair; " +
 		"header, last_byte and inflight have no setting: Caddy times an answer to its headers, the Traefik plugin to its end, and fair always counts requests in flight"
 	cases := []struct {
 		name, upstream string
