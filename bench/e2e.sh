@@ -13,12 +13,16 @@
 #   bench/e2e.sh                              # both parts (about 10 minutes)
 #   DURATION=1s ROUNDS=1 bench/e2e.sh           # a quick check
 #   PARTS=scenarios BASE=33800 HOST=127.0.0.2 bench/e2e.sh   # one part, other ports
+#   NGINX_LEAST_TIME=/path/to/nginx bench/e2e.sh  # scenarios add that nginx's least_time rows
 #
 # Every row (proxy and policy) runs once per round, rounds one after the
 # other, and the table shows each row's median round: load from elsewhere on
 # the machine then hits every row alike instead of a few.
 #
 # Needs: go, wrk, nginx, haproxy (Debian: apt-get install -y wrk nginx haproxy).
+# NGINX_LEAST_TIME, if set, names an nginx binary of 1.31.0 or later (whose
+# open-source build has least_time; Debian's has not): the scenarios then
+# add its "least_time header" and "least_time header inflight" rows.
 # Caddy is built by the repository's xcaddy.sh when it exists, otherwise from
 # bench/cmd/caddy (the same modules, pinned by bench/go.mod).
 set -euo pipefail
@@ -40,6 +44,12 @@ has_part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 for tool in go wrk nginx haproxy; do
 	command -v "$tool" >/dev/null || { echo "e2e: $tool not found" >&2; exit 1; }
 done
+NGINX_LEAST_TIME="${NGINX_LEAST_TIME:-}"
+lt_version=""
+if [ -n "$NGINX_LEAST_TIME" ]; then
+	[ -x "$NGINX_LEAST_TIME" ] || { echo "e2e: NGINX_LEAST_TIME $NGINX_LEAST_TIME: not an executable" >&2; exit 1; }
+	lt_version="$("$NGINX_LEAST_TIME" -v 2>&1 | sed 's/.*: //')"
+fi
 
 work="$(mktemp -d)"
 pids=()
@@ -346,7 +356,7 @@ scenario_line() {
 }
 
 scenarios_part() {
-	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) "$NGINX_PORT" "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 4)))
+	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 4)))
 	: >"$work/scenarios.tsv"
 	local servers=() i scen bflags
 	for i in 0 1 2 3 4; do servers+=("$HOST:$((BACKEND_PORT + i))"); done
@@ -379,6 +389,32 @@ scenarios_part() {
 		pids+=($!)
 		rows+=("nginx|least_conn|$NGINX_PORT")
 
+		# NGINX_LEAST_TIME's least_time, configured as the least_conn row is
+		# (no zone: each worker process keeps its own times and counts).
+		if [ -n "$NGINX_LEAST_TIME" ]; then
+			{
+				echo "daemon off; worker_processes auto; pid $work/nginx-lt.pid; error_log $work/nginx-lt-error.log;"
+				echo "events { worker_connections 4096; }"
+				echo "http { access_log off;"
+				echo "  client_body_temp_path $work/lb; proxy_temp_path $work/lp; fastcgi_temp_path $work/lf; uwsgi_temp_path $work/lu; scgi_temp_path $work/ls;"
+				port=$((NGINX_PORT + 1))
+				for lt in "header" "header inflight"; do
+					echo "  upstream lt$port { least_time $lt;"
+					for s in "${servers[@]}"; do echo "    server $s;"; done
+					echo "    keepalive 64; }"
+					echo "  server { listen $HOST:$port; location / { proxy_pass http://lt$port; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+					rows+=("$lt_version|least_time $lt|$port")
+					port=$((port + 1))
+				done
+				echo "}"
+			} >"$work/nginx-least-time.conf"
+			"$NGINX_LEAST_TIME" -t -q -c "$work/nginx-least-time.conf" -e "$work/nginx-lt-error.log" ||
+				{ echo "e2e: NGINX_LEAST_TIME $NGINX_LEAST_TIME refuses least_time (it needs nginx 1.31.0 or later)" >&2; exit 1; }
+			"$NGINX_LEAST_TIME" -c "$work/nginx-least-time.conf" -e "$work/nginx-lt-error.log" &
+			proxy_pids+=($!)
+			pids+=($!)
+		fi
+
 		{
 			printf 'global\n  maxconn 8192\n\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  http-reuse always\n\n'
 			printf 'frontend f\n  bind %s:%d\n  default_backend b\n\nbackend b\n  balance leastconn\n' "$HOST" "$HAPROXY_PORT"
@@ -404,6 +440,7 @@ scenarios_part() {
 		done
 
 		wait_port "$NGINX_PORT"
+		[ -z "$NGINX_LEAST_TIME" ] || wait_port $((NGINX_PORT + 2))
 		wait_port "$HAPROXY_PORT"
 		wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
 		rm -f "$work"/srow*.runs "$work"/srow*.counts
@@ -420,6 +457,7 @@ scenarios_part() {
 		echo "The fast backends can serve 800 requests/s each, the slow one 80: an even split would give it 20% of $RATE."
 		echo "Proxies: Caddy $caddy_version built by $caddy_from (no retries; no health checks but in the row that says so);"
 		echo "$(nginx -v 2>&1 | sed 's/.*: //') least_conn (upstream keepalive 64); $(haproxy -v | head -1 | awk '{print "HAProxy " $3}') leastconn."
+		[ -z "$lt_version" ] || echo "$lt_version (NGINX_LEAST_TIME, configure arguments: $("$NGINX_LEAST_TIME" -V 2>&1 | sed -n 's/^configure arguments: *//p')): least_time header and least_time header inflight, configured as least_conn."
 		echo
 		echo "| scenario | proxy | policy | p50 ms | p99 ms | errors | shares a / b / c / d / e |"
 		echo "|---|---|---|---:|---:|---:|---|"

@@ -146,7 +146,6 @@ func takeLeast(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 	return takeAny(b, key)
 }
 
-
 // takeFair is Take under fair: its steady read at the pick's clock
 // reading, which the ticket carries, and the count as takeLeast's.
 func takeFair(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {

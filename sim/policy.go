@@ -164,6 +164,8 @@ func Contenders() []Contender {
 		CaddyLeastConn(),
 		CaddyRandomChoose(2),
 		NginxLeastConn(),
+		NginxLeastTime(false),
+		NginxLeastTime(true),
 		HAProxyLeastConn(),
 		EnvoyLeastRequest(),
 		FinaglePeakEWMA(),

@@ -55,8 +55,9 @@ func TestScenarioPresets(t *testing.T) {
 
 // What the scenarios are for, measured: in mixed-cost the Traefik model
 // leaves a backend below half its share (the starvation reported of
-// leasttime); in failing, the latency-blind least-connections peers send
-// the fast-failing backend most requests, and the oracle none; in slow,
+// leasttime); in failing, the latency-blind least-connections peers and
+// the least-time ones, which take fast errors for fast answers, send the
+// fast-failing backend most requests, and the oracle none; in slow,
 // round robin's p99 is the slow backend's.
 func TestScenarioFindings(t *testing.T) {
 	run := func(name string, c Contender) Result {
@@ -79,7 +80,7 @@ func TestScenarioFindings(t *testing.T) {
 	if low >= 0.1 {
 		t.Errorf("mixed-cost: Traefik model's lowest share %.3f, want below half of 0.2", low)
 	}
-	for _, c := range []Contender{CaddyLeastConn(), HAProxyLeastConn(), NginxLeastConn(), TraefikLeastTime()} {
+	for _, c := range []Contender{CaddyLeastConn(), HAProxyLeastConn(), NginxLeastConn(), NginxLeastTime(false), NginxLeastTime(true), TraefikLeastTime()} {
 		if s := run("failing", c).Backends[4].Share; s < 0.5 {
 			t.Errorf("failing: %s sent e %.3f, want over half", c.Name, s)
 		}

@@ -206,7 +206,7 @@ func TestSimulateScenario(t *testing.T) {
 		t.Errorf("head:\n%s\n%s", lines[0], lines[2])
 	}
 	for _, name := range []string{"lbpack fair", "Traefik leasttime", "Caddy least_conn", "Caddy random_choose 2", "nginx least_conn",
-		"HAProxy leastconn", "Envoy LEAST_REQUEST", "Finagle p2c peak EWMA", "oracle"} {
+		"nginx least_time", "nginx least_time inflight", "HAProxy leastconn", "Envoy LEAST_REQUEST", "Finagle p2c peak EWMA", "oracle"} {
 		if !strings.Contains(a, "\n"+name+"  ") {
 			t.Errorf("no row for %s in\n%s", name, a)
 		}

@@ -182,7 +182,7 @@ func TestCaddyPolicies(t *testing.T) {
 				max_fails 1
 				fail_timeout 10s
 			}`},
-		{"least_time (NGINX Plus)", `upstream u { least_time header; server 10.0.0.1:80; server 10.0.0.2:80; }`,
+		{"least_time", `upstream u { least_time header; server 10.0.0.1:80; server 10.0.0.2:80; }`,
 			`lb_policy fair {
 				# nginx's max_fails and fail_timeout (1 and 10s unless written)
 				max_fails 1
@@ -419,7 +419,7 @@ func TestWarnings(t *testing.T) {
 				"nginx.conf:2: events: an nginx process setting",
 				"nginx.conf:4: gzip: not converted",
 				"nginx.conf:5: zone: not needed",
-				"nginx.conf:5: sticky: not converted",
+				"nginx.conf:5: sticky: not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session",
 				"nginx.conf:6: access_log: not converted",
 				"nginx.conf:6: proxy_buffering: not converted",
 			}, nil},
@@ -428,9 +428,10 @@ func TestWarnings(t *testing.T) {
 			[]string{"nginx.conf:3: hash: $uri$cookie_a: the plugin hashes one of"}},
 		{"raw argument in Traefik", "http {\nupstream u {\n hash $arg_k;\n server 10.0.0.1:80; }\nserver { location / { proxy_pass http://u; } }\n}\n",
 			nil, []string{"nginx.conf:3: hash: $arg_k: the plugin hashes the decoded argument"}},
-		{"per-server failures in Traefik, NGINX Plus parameters", "http {\nupstream u {\n least_time header;\n server 10.0.0.1:80 resolve;\n server 10.0.0.2:80 max_fails=3;\n}\n" +
+		{"per-server failures in Traefik, resolve", "http {\nupstream u {\n least_time header;\n server 10.0.0.1:80 resolve;\n server 10.0.0.2:80 max_fails=3;\n}\n" +
 			"server { location / { proxy_pass http://u; proxy_next_upstream error http_503; } }\n}\n",
-			[]string{"nginx.conf:3: least_time: NGINX Plus", "nginx.conf:4: server: resolve: not converted (NGINX Plus)"},
+			[]string{"nginx.conf:3: least_time: converted to lbpack's fair policy; fair is latency-aware by its own estimate",
+				"nginx.conf:4: server: resolve: not converted: nginx keeps resolving the name"},
 			[]string{"nginx.conf:5: server: 10.0.0.2:80: max_fails=3 fail_timeout=10s: the plugin has one setting", "nginx.conf:7: proxy_next_upstream: http_503: not retried"}},
 		{"a host name, realip in Traefik", "http {\nreal_ip_header X-Real-IP;\nset_real_ip_from 10.0.0.1;\nupstream u { server app.internal:8080; }\nserver { location / { proxy_pass http://u; } }\n}\n",
 			[]string{"nginx.conf:4: server: app.internal:8080 is a name"},
@@ -453,6 +454,65 @@ func TestWarnings(t *testing.T) {
 					if !strings.Contains(pair.got, w) {
 						t.Errorf("%s warnings lack %q:\n%s", pair.host, w, pair.got)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestTodaysNginx: what nginx's open-source build has gained (sticky and
+// drain in 1.29.6, least_time in 1.31.0) is converted or warned about in
+// words that are true of it; only random's least_time= is NGINX Plus's.
+func TestTodaysNginx(t *testing.T) {
+	const fairSays = "fair is latency-aware by its own estimate (a decaying average of each server's answer times, times a penalty that doubles with each failure, 5xx answers included, stretched by its requests in flight), " +
+		"where least_time averages times in 20 ms bands, multiplies them by connections and shares ties by round robin; " +
+		"least_time takes a fast 5xx for a fast answer, so a server that fails fast gets many requests from nginx and few from fair; " +
+		"header, last_byte and inflight have no setting: Caddy times an answer to its headers, the Traefik plugin to its end, and fair always counts requests in flight"
+	cases := []struct {
+		name, upstream string
+		fair           bool   // converted to fair
+		want           string // the one warning, exactly
+	}{
+		{"least_time header", " least_time header;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", true,
+			"nginx.conf:3: least_time: converted to lbpack's fair policy; " + fairSays},
+		{"least_time last_byte inflight", " least_time last_byte inflight;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", true,
+			"nginx.conf:3: least_time: converted to lbpack's fair policy; " + fairSays},
+		{"random two least_time=header", " random two least_time=header;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", true,
+			"nginx.conf:3: random: least_time=header (NGINX Plus only: open-source nginx's random takes least_conn): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; " + fairSays},
+		{"sticky cookie", " sticky cookie srv_id expires=1h path=/ httponly;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", false,
+			"nginx.conf:3: sticky: not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session"},
+		{"drain", " server 10.0.0.1:80;\n server 10.0.0.2:80 drain;", false,
+			"nginx.conf:4: server: drain: not converted yet: lbpack has no drain, so the server still gets its full share of new requests"},
+		{"route=", " server 10.0.0.1:80 route=a;\n server 10.0.0.2:80;", false,
+			"nginx.conf:3: server: route=a: not converted yet: it names the server for sticky sessions, which lbpack does not have yet"},
+		{"service=", " server app.internal service=http;", false,
+			"nginx.conf:3: server: service=http: not converted: nginx keeps resolving the name (its addresses, or its SRV records with service=) and balances over what it finds; lbpack balances the server as one, which Caddy and Traefik dial by its name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load(t, site("upstream u {\n"+c.upstream+"\n}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			caddy, cw := cfg.Caddyfile()
+			traefik, tw := cfg.Traefik()
+			for _, pair := range []struct {
+				host, out string
+				ws        []Warning
+				fair      string
+			}{{"caddy", string(caddy), cw, "lb_policy fair"}, {"traefik", string(traefik), tw, "strategy: fair"}} {
+				var found bool
+				for _, w := range pair.ws {
+					found = found || w.String() == c.want
+					if strings.Contains(w.Msg, "NGINX Plus") && !strings.Contains(w.Msg, "least_time=") {
+						t.Errorf("%s: calls an open-source feature NGINX Plus's: %s", pair.host, w)
+					}
+				}
+				if !found {
+					t.Errorf("%s warnings lack\n%s\nin\n%s", pair.host, c.want, warningsText(pair.ws))
+				}
+				if got := strings.Contains(pair.out, pair.fair); got != c.fair {
+					t.Errorf("%s: %q in the output: %v, want %v\n%s", pair.host, pair.fair, got, c.fair, pair.out)
 				}
 			}
 		})
@@ -494,6 +554,12 @@ func TestLoadErrors(t *testing.T) {
 		{site("upstream u {\n}"), "nginx.conf:2: upstream u: no servers"},
 		{site("upstream u {\n hash;\n server 10.0.0.1:80;\n}"), "nginx.conf:3: hash: want a key and optionally consistent"},
 		{site("upstream u {\n random three;\n server 10.0.0.1:80;\n}"), "nginx.conf:3: random: want nothing or two [method]"},
+		{site("upstream u {\n random two least_time=first_byte;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: random two: unknown method "least_time=first_byte"`},
+		{site("upstream u {\n least_time;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: least_time "": want header or last_byte, and optionally inflight`},
+		{site("upstream u {\n least_time first_byte;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: least_time "first_byte": want header or last_byte`},
+		{site("upstream u {\n least_time last_byte slow;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: least_time "last_byte slow": want header or last_byte, and optionally inflight`},
+		{site("upstream u {\n least_time header inflight x;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: least_time: unexpected argument "x"`},
+		{site("upstream u {\n server 10.0.0.1:80 drain=1;\n}"), `nginx.conf:3: server 10.0.0.1:80: invalid parameter "drain=1"`},
 		{"http {\nserver { location / { proxy_pass u; } }\n}", "nginx.conf:2: proxy_pass u: want http:// or https:// and a host"},
 		{"http {\nserver { location / { proxy_next_upstream error sometimes; proxy_pass http://10.0.0.1:80; } }\n}", `nginx.conf:2: proxy_next_upstream: unknown condition "sometimes"`},
 	}

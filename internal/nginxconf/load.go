@@ -17,7 +17,7 @@ const (
 	IPHash     = "ip_hash"
 	Hash       = "hash"
 	Random     = "random"
-	LeastTime  = "least_time" // NGINX Plus
+	LeastTime  = "least_time" // open source since nginx 1.31.0
 )
 
 // nginx's defaults for a server of an upstream block.
@@ -469,9 +469,9 @@ func (l *loader) upstream(d *Directive) error {
 				if len(s.Args) == 2 {
 					switch {
 					case s.Args[1] == "least_conn":
-					case strings.HasPrefix(s.Args[1], "least_time="):
+					case s.Args[1] == "least_time=header" || s.Args[1] == "least_time=last_byte":
 						u.TwoLeastTime = true
-						l.warn(s, "least_time is NGINX Plus: lbpack's fair policy, latency-aware, takes its place")
+						l.warn(s, "%s (NGINX Plus only: open-source nginx's random takes least_conn): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; %s", s.Args[1], fairVersusLeastTime)
 					default:
 						return errorf(s.Pos, "random two: unknown method %q", s.Args[1])
 					}
@@ -479,8 +479,13 @@ func (l *loader) upstream(d *Directive) error {
 			}
 		case "least_time":
 			if err = l.method(u, s, 2); err == nil {
-				l.warn(s, "NGINX Plus: converted to lbpack's fair policy, which is latency-aware too but picks by its own estimate")
+				if len(s.Args) == 0 || (s.Args[0] != "header" && s.Args[0] != "last_byte") || (len(s.Args) == 2 && s.Args[1] != "inflight") {
+					return errorf(s.Pos, "least_time %q: want header or last_byte, and optionally inflight", strings.Join(s.Args, " "))
+				}
+				l.warn(s, "converted to lbpack's fair policy; %s", fairVersusLeastTime)
 			}
+		case "sticky":
+			l.warn(s, "not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session")
 		case "keepalive":
 			u.Keepalive, err = intArg(s, 1)
 		case "keepalive_timeout":
@@ -515,6 +520,15 @@ func (l *loader) upstream(d *Directive) error {
 	l.c.Upstreams = append(l.c.Upstreams, u)
 	return nil
 }
+
+// fairVersusLeastTime says what differs when lbpack's fair takes the place
+// of nginx's least_time.
+const fairVersusLeastTime = "fair is latency-aware by its own estimate (a decaying average of each server's answer times, " +
+	"times a penalty that doubles with each failure, 5xx answers included, stretched by its requests in flight), " +
+	"where least_time averages times in 20 ms bands, multiplies them by connections and shares ties by round robin; " +
+	"least_time takes a fast 5xx for a fast answer, so a server that fails fast gets many requests from nginx and few from fair; " +
+	"header, last_byte and inflight have no setting: Caddy times an answer to its headers, the Traefik plugin to its end, " +
+	"and fair always counts requests in flight"
 
 // method records a balancing method directive with at most maxArgs
 // arguments.
@@ -561,8 +575,12 @@ func (l *loader) peer(u *Upstream, d *Directive) error {
 			p.Down = true
 		case a == "backup":
 			p.Backup = true
-		case a == "resolve" || name == "service" || name == "route" || name == "drain":
-			l.warn(d, "%s: not converted (NGINX Plus)", a)
+		case a == "resolve" || name == "service":
+			l.warn(d, "%s: not converted: nginx keeps resolving the name (its addresses, or its SRV records with service=) and balances over what it finds; lbpack balances the server as one, which Caddy and Traefik dial by its name", a)
+		case name == "route":
+			l.warn(d, "%s: not converted yet: it names the server for sticky sessions, which lbpack does not have yet", a)
+		case a == "drain":
+			l.warn(d, "drain: not converted yet: lbpack has no drain, so the server still gets its full share of new requests")
 		default:
 			return errorf(d.Pos, "server %s: invalid parameter %q", d.Args[0], a)
 		}
