@@ -46,8 +46,8 @@ func (b *base) Cleanup() error { return b.p.cleanup() }
 // Select returns the upstream the policy's strategy picks among those Caddy
 // considers available (Upstream.Available), or nil when there is none, which
 // Caddy answers with 503 or a retry.
-func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return b.p.pick(pool, r)
+func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
+	return b.p.pick(pool, r, w)
 }
 
 // policy is the machinery every lbpack selection policy shares: it turns
@@ -293,8 +293,9 @@ func (p *policy) cleanup() error {
 // the request has tried (see attempt): it gets the one nginx would pass the
 // request to, or nil once every upstream has been tried. (With
 // lb_try_duration, whose point is to wait for an upstream to come back, a
-// request that has tried them all starts a new round instead.)
-func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
+// request that has tried them all starts a new round instead.) w goes to
+// the fallback policy, which may set a cookie (Caddy's cookie policy does).
+func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
 	}
@@ -309,7 +310,7 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	var key string
 	if p.key != nil {
 		if key = p.key(r); key == "" && p.fallback != nil {
-			return p.fallback.Select(pool, r, nil)
+			return p.fallback.Select(pool, r, w)
 		}
 	}
 	var vars map[string]any // nil: nothing to remember (see remember)
