@@ -692,3 +692,16 @@ func TestURLHashCookieFallbackOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// Dynamic upstreams (which never hold a placeholder: they are resolved)
+// still work: A records of localhost.
+func TestDynamicUpstreams(t *testing.T) {
+	a := newBackend(t, "a", 0)
+	_, p, _ := strings.Cut(a.addr(), ":")
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, fmt.Sprintf("{\n\t\tdynamic a localhost %s {\n\t\t\tversions ipv4\n\t\t}\n\t\tlb_policy smooth_wrr {\n\t\t\tmax_conns 4\n\t\t}\n\t}", p)))
+	if got := sequence(t, tc, port, 3); got != "a a a" {
+		t.Errorf("dynamic upstream: %s, want a a a", got)
+	}
+}
