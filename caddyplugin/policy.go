@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,11 +95,10 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu     sync.Mutex            // guards sets, stats, latest, all and warned (the slow path)
-	sets   map[string]*poolEntry // by the sorted set of dial addresses
-	stats  map[string]*upstreamStats
-	latest *poolEntry     // the latest usable entry (the admin endpoint's before any request)
-	all    *core.Balancer // over every address of sets; new sets derive from it
+	// pools are the balancers and counters, shared with the policies of
+	// the same identity in the configs before and after this one (see
+	// acquire); set when the policy registers.
+	*pools
 	// warned records the warnings given once (see warnSet).
 	warned struct{ first, allDown bool }
 }
@@ -188,8 +186,6 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	if p.clock == nil {
 		p.clock = monotonicNow
 	}
-	p.sets = make(map[string]*poolEntry)
-	p.stats = make(map[string]*upstreamStats)
 	opts.policy = name
 	opts.hashed = cfg.Strategy == core.URLHash || cfg.Strategy == core.IPHash
 	opts.fair = cfg.Strategy == core.Fair
@@ -201,8 +197,8 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 		return fmt.Errorf("lb_policy %s: %v", name, err)
 	}
 	h := handlerOf(ctx)
-	// Registered before the first balancer is built, so that the counters
-	// of the same policy in the config being replaced carry over.
+	// Registered before the first balancer is built: that takes up the
+	// state of the same policy in the config being replaced.
 	if err := register(p, ctx, h); err != nil {
 		return err
 	}
@@ -250,6 +246,9 @@ func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
 		}
 		p.mu.Lock()
 		e := p.entryFor(dials)
+		// State taken up from another config of this identity may hold
+		// addresses that these upstreams no longer have: they go.
+		p.pruneStats()
 		p.mu.Unlock()
 		return e.err
 	}

@@ -84,7 +84,10 @@ func provision(t testing.TB, m selector, h *health) {
 		t.Fatalf("Provision: %v", err)
 	}
 	m.pol().logger = zap.NewNop()
-	t.Cleanup(func() { _ = m.pol().cleanup() })
+	t.Cleanup(func() {
+		_ = m.pol().cleanup()
+		forgetIdle()
+	})
 }
 
 // pool returns fresh upstreams for the given dial addresses, as dynamic
