@@ -2,6 +2,7 @@ package caddyplugin
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,4 +174,31 @@ func TestReloadStateChoice(t *testing.T) {
 		cancelRequest(r)
 	}
 	waitIdle(t, m3.pol())
+}
+
+// A failure that took an upstream out (max_fails 1, fail_timeout 1h)
+// keeps it out across a reload of the same config and across one that
+// changes another upstream's weight (same name and strategy).
+func TestReloadKeepsFailures(t *testing.T) {
+	t.Cleanup(forgetIdle)
+	const before = `{"name":"fails","upstreams":{"10.0.0.1:80":{"max_fails":1,"fail_timeout":"1h"}}}`
+	same := staticPool(abc...)
+	first := newConfig(t)
+	m := first.mustLoad(t, "smooth_wrr", before)
+	r := request("/", nil)
+	if u := m.Select(same(), r, nil); u == nil || u.Dial != abc[0] {
+		t.Fatalf("first pick %v, want a", u)
+	}
+	m.Select(same(), r, nil) // a retry: a's try failed
+	cancelRequest(r)
+	waitIdle(t, m.pol())
+	for i, js := range []string{before, `{"name":"fails","upstreams":{"10.0.0.1:80":{"max_fails":1,"fail_timeout":"1h"},"10.0.0.2:80":{"weight":2}}}`} {
+		next := newConfig(t)
+		again := next.mustLoad(t, "smooth_wrr", js)
+		first.unload()
+		if got := sequence(t, again, 6, same); strings.Contains(got, "a") {
+			t.Errorf("reload %d (%s): %s, want a left out", i+1, js, got)
+		}
+		first = next
+	}
 }
