@@ -108,10 +108,14 @@ type config struct {
 	unload context.CancelFunc
 }
 
-// newConfig starts a config; t's cleanup unloads it if the test has not.
+// newConfig starts a config; t's cleanup unloads it if the test has not,
+// and forgets the state of the identities left without policies.
 func newConfig(t *testing.T) *config {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		cancel()
+		forgetIdle()
+	})
 	return &config{ctx: ctx, unload: cancel}
 }
 

@@ -199,6 +199,8 @@ func TestCaddyfileProvisionErrors(t *testing.T) {
 		{"backup with a hash policy", three + " {\n\t\tlb_policy url_hash {\n\t\t\tbackup 10.0.0.3:80\n\t\t}\n\t}", `backup`},
 		{"positional weights with dynamic upstreams", "{\n\t\tdynamic a {\n\t\t\tname backend.invalid\n\t\t\tport 80\n\t\t}\n\t\tlb_policy smooth_wrr 5 3\n\t}", "positional weights need static upstreams"},
 		{"unix socket upstream", "unix//run/app.sock {\n\t\tlb_policy smooth_wrr\n\t}", "want host:port"},
+		{"placeholder upstream", "{http.request.header.X-H1}:20101 10.0.0.1:80 {\n\t\tlb_policy url_hash\n\t}", `upstream "{http.request.header.X-H1}:20101": a placeholder in the dial address`},
+		{"placeholder host", "10.0.0.1:80 {host}:80 {\n\t\tlb_policy smooth_wrr\n\t}", `upstream "{http.request.host}:80": a placeholder`},
 		{"backup and down", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tbackup 10.0.0.3:80\n\t\t\tdown 10.0.0.3:80\n\t\t}\n\t}", `lb_policy smooth_wrr: backup and down 10.0.0.3:80: an upstream is a backup or down, not both`},
 		{"slow_start with url_hash", three + " {\n\t\tlb_policy url_hash {\n\t\t\tslow_start 10.0.0.1:80 10s\n\t\t}\n\t}", `lb_policy url_hash: slow_start 10.0.0.1:80: a hash policy maps keys by weight`},
 		{"slow_start with nginx_ip_hash", three + " {\n\t\tlb_policy nginx_ip_hash {\n\t\t\tslow_start 10.0.0.1:80 10s\n\t\t}\n\t}", `lb_policy nginx_ip_hash: slow_start 10.0.0.1:80: a hash policy`},

@@ -50,12 +50,13 @@ func checkName(name string) error {
 	return nil
 }
 
-// identify describes p and returns its identity: the name option, or else
-// the module name and 8 hex digits of a hash of the module's JSON
-// configuration and of the reverse proxy's upstreams (h, nil outside one).
-// The default is the same for the same configuration on every load, and
-// differs between policies that differ in any option or upstream.
-func (p *policy) identify(ctx caddy.Context, h *reverseproxy.Handler) string {
+// identify describes p and returns its identity, and the config it is
+// built from: the module name, the module's JSON configuration and the
+// reverse proxy's upstreams (h, nil outside one). The identity is the name
+// option, or else the module name and 8 hex digits of a hash of the rest of
+// the config: the same for the same configuration on every load, and
+// different between policies that differ in any option or upstream.
+func (p *policy) identify(ctx caddy.Context, h *reverseproxy.Handler) (id, config string) {
 	// ctx.Module is the module being provisioned when Caddy loads it; a
 	// policy provisioned by hand describes its shared options only.
 	var conf []byte
@@ -78,30 +79,30 @@ func (p *policy) identify(ctx caddy.Context, h *reverseproxy.Handler) string {
 	case core.IPHash:
 		p.desc.key = "{client_ip}"
 	}
-	if p.opts.Name != "" {
-		return p.opts.Name
-	}
-	sum := fnv.New32a()
-	sum.Write(conf)
+	built := conf
 	if h != nil {
-		sum.Write([]byte{0})
-		sum.Write(h.DynamicUpstreamsRaw)
+		built = append(append(built[:len(built):len(built)], 0), h.DynamicUpstreamsRaw...)
 		for _, u := range h.Upstreams {
-			sum.Write([]byte{0})
-			sum.Write([]byte(u.Dial))
+			built = append(append(built, 0), u.Dial...)
 		}
 	}
-	return fmt.Sprintf("%s-%08x", p.name, sum.Sum32())
+	config = p.name + "\x00" + string(built)
+	if p.opts.Name != "" {
+		return p.opts.Name, config
+	}
+	sum := fnv.New32a()
+	sum.Write(built)
+	return fmt.Sprintf("%s-%08x", p.name, sum.Sum32()), config
 }
 
 // register gives p its identity, adds it to the admin endpoint and to its
-// config's metrics, and hands it the counters of the policy of the same
-// identity in the config being replaced, so that they go on counting
-// across a reload. Two policies of one config with the same default
-// identity (the same options and upstreams) get -2, -3... in the order
-// Caddy provisions them; two with the same name are an error.
+// config's metrics, and hands it the state of its identity (see acquire),
+// so that its balancer and counters go on across a reload. Two policies of
+// one config with the same default identity (the same options and
+// upstreams) get -2, -3... in the order Caddy provisions them; two with the
+// same name are an error.
 func register(p *policy, ctx caddy.Context, h *reverseproxy.Handler) error {
-	id := p.identify(ctx, h)
+	id, config := p.identify(ctx, h)
 	reg := ctx.GetMetricsRegistry()
 	live.Lock()
 	defer live.Unlock()
@@ -126,12 +127,7 @@ func register(p *policy, ctx caddy.Context, h *reverseproxy.Handler) error {
 		id = fmt.Sprintf("%s-%d", id, n)
 	}
 	p.id = id
-	for q, r := range live.policies {
-		if r != reg && q.id == id {
-			p.inherit(q)
-			break
-		}
-	}
+	acquire(p, config)
 	live.policies[p] = reg
 	if reg == nil || live.collectors[reg] != nil {
 		return nil
@@ -148,17 +144,8 @@ func register(p *policy, ctx caddy.Context, h *reverseproxy.Handler) error {
 	return nil
 }
 
-// inherit shares q's per-upstream counters with p. Both add to them while
-// q's config drains.
-func (p *policy) inherit(q *policy) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for addr, st := range q.stats {
-		p.stats[addr] = st
-	}
-}
-
-// unregister removes p; the collector goes with its config's last policy.
+// unregister removes p and releases its state; the collector goes with its
+// config's last policy.
 func unregister(p *policy) {
 	live.Lock()
 	defer live.Unlock()
@@ -167,6 +154,7 @@ func unregister(p *policy) {
 		return
 	}
 	delete(live.policies, p)
+	release(p)
 	for _, r := range live.policies {
 		if r == reg {
 			return

@@ -1,6 +1,7 @@
 package caddyplugin
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -645,11 +646,18 @@ func checkOptionDial(options, addr string) error {
 	return nil
 }
 
-// checkDial checks an upstream's dial address: core's host:port check, and
-// no control characters (core accepts them; no host name or IP has one).
+// checkDial checks an upstream's dial address: core's host:port check, no
+// control characters (core accepts them; no host name or IP has one), and
+// no placeholder: Caddy dials what a placeholder expands to per request,
+// while the policy keys an upstream's weight, counters and health by the
+// address and the hash policies hash it, so all of them would follow the
+// placeholder's text, not the upstream dialled.
 func checkDial(addr string) error {
 	if i := strings.IndexFunc(addr, unicode.IsControl); i >= 0 {
 		return fmt.Errorf("control character %q", addr[i])
+	}
+	if strings.ContainsAny(addr, "{}") {
+		return errors.New("a placeholder in the dial address: lbpack keys an upstream by its address, which must be the one dialled; give the upstreams literally, or as dynamic upstreams")
 	}
 	return core.CheckAddress(addr)
 }

@@ -1,7 +1,11 @@
 package caddyplugin
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +119,41 @@ func TestURLHashFallback(t *testing.T) {
 	want := names[ip.Select(static, request("/", nil), nil).Dial]
 	if got := noKey(fb); got != strings.TrimSpace(strings.Repeat(want+" ", 10)) {
 		t.Errorf("empty key, fallback nginx_ip_hash: %s, want %s each time", got, want)
+	}
+}
+
+// Caddy's cookie policy as url_hash's fallback gets the response writer: a
+// request without a key gets an upstream and the cookie that pins it (the
+// HMAC-SHA256 of its dial address, Caddy's format), and the next keyless
+// request that brings the cookie back goes to the same upstream.
+func TestURLHashCookieFallback(t *testing.T) {
+	static := pool(abc...)
+	m := &URLHash{Key: "{http.request.header.X-User}",
+		FallbackRaw: []byte(`{"policy":"cookie","fallback":{"policy":"round_robin"}}`)}
+	provision(t, m, &health{})
+	mac := hmac.New(sha256.New, nil)
+	var first string
+	for i, want := range []string{"10.0.0.2:80", "10.0.0.3:80"} {
+		w := httptest.NewRecorder()
+		u := m.Select(static, request("/", nil), w)
+		if u == nil || u.Dial != want {
+			t.Fatalf("keyless request %d: picked %v, want %s (round_robin behind cookie)", i+1, u, want)
+		}
+		mac.Reset()
+		mac.Write([]byte(want))
+		c := w.Result().Cookies()
+		if len(c) != 1 || c[0].Name != "lb" || c[0].Value != hex.EncodeToString(mac.Sum(nil)) {
+			t.Fatalf("keyless request %d: cookies %v, want lb=HMAC(%s)", i+1, c, want)
+		}
+		if first == "" {
+			first = c[0].Value
+		}
+	}
+	r := request("/", nil)
+	r.AddCookie(&http.Cookie{Name: "lb", Value: first})
+	w := httptest.NewRecorder()
+	if u := m.Select(static, r, w); u == nil || u.Dial != "10.0.0.2:80" || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("keyless request with the cookie of 10.0.0.2:80: picked %v, Set-Cookie %q; want 10.0.0.2:80 and no new cookie", u, w.Header().Get("Set-Cookie"))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,8 +45,8 @@ func (b *base) Cleanup() error { return b.p.cleanup() }
 // Select returns the upstream the policy's strategy picks among those Caddy
 // considers available (Upstream.Available), or nil when there is none, which
 // Caddy answers with 503 or a retry.
-func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, _ http.ResponseWriter) *reverseproxy.Upstream {
-	return b.p.pick(pool, r)
+func (b *base) Select(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
+	return b.p.pick(pool, r, w)
 }
 
 // policy is the machinery every lbpack selection policy shares: it turns
@@ -96,11 +95,10 @@ type policy struct {
 	// one atomic load and a comparison of the pool's slice header.
 	cur atomic.Pointer[snapshot]
 
-	mu     sync.Mutex            // guards sets, stats, latest, all and warned (the slow path)
-	sets   map[string]*poolEntry // by the sorted set of dial addresses
-	stats  map[string]*upstreamStats
-	latest *poolEntry     // the latest usable entry (the admin endpoint's before any request)
-	all    *core.Balancer // over every address of sets; new sets derive from it
+	// pools are the balancers and counters, shared with the policies of
+	// the same identity in the configs before and after this one (see
+	// acquire); set when the policy registers.
+	*pools
 	// warned records the warnings given once (see warnSet).
 	warned struct{ first, allDown bool }
 }
@@ -188,8 +186,6 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	if p.clock == nil {
 		p.clock = monotonicNow
 	}
-	p.sets = make(map[string]*poolEntry)
-	p.stats = make(map[string]*upstreamStats)
 	opts.policy = name
 	traits, err := core.TraitsOf(cfg.Strategy, cfg.HashMode)
 	if err != nil {
@@ -207,8 +203,8 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 		return fmt.Errorf("lb_policy %s: %v", name, err)
 	}
 	h := handlerOf(ctx)
-	// Registered before the first balancer is built, so that the counters
-	// of the same policy in the config being replaced carry over.
+	// Registered before the first balancer is built: that takes up the
+	// state of the same policy in the config being replaced.
 	if err := register(p, ctx, h); err != nil {
 		return err
 	}
@@ -256,6 +252,9 @@ func (p *policy) checkAgainstHandler(h *reverseproxy.Handler) error {
 		}
 		p.mu.Lock()
 		e := p.entryFor(dials)
+		// State taken up from another config of this identity may hold
+		// addresses that these upstreams no longer have: they go.
+		p.pruneStats()
 		p.mu.Unlock()
 		return e.err
 	}
@@ -299,8 +298,9 @@ func (p *policy) cleanup() error {
 // the request has tried (see attempt): it gets the one nginx would pass the
 // request to, or nil once every upstream has been tried. (With
 // lb_try_duration, whose point is to wait for an upstream to come back, a
-// request that has tried them all starts a new round instead.)
-func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reverseproxy.Upstream {
+// request that has tried them all starts a new round instead.) w goes to
+// the fallback policy, which may set a cookie (Caddy's cookie policy does).
+func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
 	}
@@ -315,7 +315,7 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request) *reversep
 	var key string
 	if p.key != nil {
 		if key = p.key(r); key == "" && p.fallback != nil {
-			return p.fallback.Select(pool, r, nil)
+			return p.fallback.Select(pool, r, w)
 		}
 	}
 	var vars map[string]any // nil: nothing to remember (see remember)

@@ -72,19 +72,27 @@ func (h *health) set(dial string, down bool) {
 	h.down[dial] = down
 }
 
-// provision provisions m outside any reverse proxy with a quiet logger and
-// the health predicate h; it registers m's cleanup.
+// provision provisions m outside any reverse proxy with a quiet logger, the
+// health predicate h and state of its own; it registers m's cleanup.
 func provision(t testing.TB, m selector, h *health) {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
-	m.pol().available = h.available
-	m.pol().healthy = h.healthy
+	p := m.pol()
+	p.available = h.available
+	p.healthy = h.healthy
 	if err := m.Provision(ctx); err != nil {
 		t.Fatalf("Provision: %v", err)
 	}
-	m.pol().logger = zap.NewNop()
-	t.Cleanup(func() { _ = m.pol().cleanup() })
+	// State of its own, as in a Caddy of its own: policies of one
+	// identity share it otherwise (see acquire), and these tests give
+	// each policy its own view of health.
+	p.pools = newPools(p.strategy, p.config)
+	p.logger = zap.NewNop()
+	t.Cleanup(func() {
+		_ = p.cleanup()
+		forgetIdle()
+	})
 }
 
 // pool returns fresh upstreams for the given dial addresses, as dynamic

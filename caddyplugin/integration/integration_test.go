@@ -664,3 +664,44 @@ func TestFairWeightsOverEqualUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// url_hash with Caddy's cookie policy as fallback: a request without the
+// key gets its answer and the cookie that pins its upstream.
+func TestURLHashCookieFallbackOverHTTP(t *testing.T) {
+	a, b := newBackend(t, "a", 0), newBackend(t, "b", 0)
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, fmt.Sprintf("%s %s {\n\t\tlb_policy url_hash {\n\t\t\tkey {http.request.header.X-User}\n\t\t\tfallback cookie\n\t\t}\n\t}", a.addr(), b.addr())))
+	res, err := tc.Client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+	if err != nil {
+		t.Fatalf("keyless request: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || (string(body) != "a" && string(body) != "b") {
+		t.Fatalf("keyless request: %d %q, want 200 from a or b", res.StatusCode, body)
+	}
+	cookies := res.Cookies()
+	if len(cookies) != 1 || cookies[0].Name != "lb" || len(cookies[0].Value) != 64 {
+		t.Fatalf("keyless request: cookies %v, want Caddy's lb=<hmac>", cookies)
+	}
+	for i := 0; i < 5; i++ {
+		code, got := get(t, tc, fmt.Sprintf("http://127.0.0.1:%d/", port), "Cookie", "lb="+cookies[0].Value)
+		if code != http.StatusOK || got != string(body) {
+			t.Errorf("keyless request with the cookie: %d %q, want %q", code, got, body)
+		}
+	}
+}
+
+// Dynamic upstreams (which never hold a placeholder: they are resolved)
+// still work: A records of localhost.
+func TestDynamicUpstreams(t *testing.T) {
+	a := newBackend(t, "a", 0)
+	_, p, _ := strings.Cut(a.addr(), ":")
+	tc := caddytest.NewTester(t)
+	port := freePort(t)
+	load(tc, caddyfile(port, fmt.Sprintf("{\n\t\tdynamic a localhost %s {\n\t\t\tversions ipv4\n\t\t}\n\t\tlb_policy smooth_wrr {\n\t\t\tmax_conns 4\n\t\t}\n\t}", p)))
+	if got := sequence(t, tc, port, 3); got != "a a a" {
+		t.Errorf("dynamic upstream: %s, want a a a", got)
+	}
+}
