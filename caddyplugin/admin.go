@@ -83,7 +83,7 @@ func (p *policy) state() PolicyState {
 			EffectiveWeight: bal.EffectiveWeight(i),
 			Backup:          b.Backup,
 			Down:            b.Down,
-			InFlight:        bal.InFlight(i),
+			InFlight:        stats[i].inflight.Load(),
 			EstimateMS:      millis(bal.Latency(i)),
 		}
 		if i < len(stats) {

@@ -169,7 +169,7 @@ func TestCaddyfileAdaptErrors(t *testing.T) {
 		{"slow_start without value", three + " {\n\t\tlb_policy smooth_wrr {\n\t\t\tslow_start 10.0.0.1:80\n\t\t}\n\t}", `lb_policy smooth_wrr: slow_start 10.0.0.1:80: missing the value`},
 		{"fail_status twice", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status 502\n\t\t\tfail_status 503\n\t\t}\n\t}", `lb_policy fair: fail_status: given twice`},
 		{"fail_status empty", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status\n\t\t}\n\t}", `lb_policy fair: fail_status: missing the statuses`},
-		{"fail_status bad code", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status 5xx 600\n\t\t}\n\t}", `lb_policy fair: fail_status "600": want a status from 100 to 599 or a class from 1xx to 5xx`},
+		{"fail_status bad code", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status 5xx 600\n\t\t}\n\t}", `lb_policy fair: fail_status "600": want a status from 100 to 599, a class from 1xx to 5xx, or a range such as 500-504`},
 		{"fail_status bad class", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status 6xx\n\t\t}\n\t}", `lb_policy fair: fail_status "6xx": want a status`},
 		{"fail_status word", three + " {\n\t\tlb_policy fair {\n\t\t\tfail_status http_500\n\t\t}\n\t}", `lb_policy fair: fail_status "http_500": want a status`},
 		{"fallback without policy", three + " {\n\t\tlb_policy url_hash {\n\t\t\tfallback\n\t\t}\n\t}", `lb_policy url_hash: fallback: missing the policy name`},

@@ -229,7 +229,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(effectiveWeightDesc, prometheus.GaugeValue, float64(bal.EffectiveWeight(i)), p.id, addr)
 			if p.track {
 				ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(stats[i].failures.Load()), p.id, addr)
-				ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(bal.InFlight(i)), p.id, addr)
+				ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(stats[i].inflight.Load()), p.id, addr)
 			}
 		}
 	}

@@ -128,6 +128,7 @@ type upstreamStats struct {
 	picks    atomic.Int64
 	failures atomic.Int64 // attempts that failed (policies that track attempts)
 	latency  atomic.Int64 // EWMA of attempt durations, ns; 0 before the first
+	inflight atomic.Int64 // attempts begun and not yet ended (policies that track attempts)
 }
 
 // observe folds one attempt's duration into the latency estimate

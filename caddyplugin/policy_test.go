@@ -432,10 +432,10 @@ func waitIdle(t testing.TB, p *policy) {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
 	for {
-		bal, _, _ := p.current()
+		bal, _, stats := p.current()
 		busy := false
 		for i := 0; bal != nil && i < bal.Len(); i++ {
-			busy = busy || bal.InFlight(i) != 0
+			busy = busy || bal.InFlight(i) != 0 || i < len(stats) && stats[i].inflight.Load() != 0
 		}
 		if !busy {
 			return

@@ -113,6 +113,7 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 	if vars != nil {
 		vars[p.attemptVar] = a
 	}
+	e.stats[i].inflight.Add(1)
 	a.stop = context.AfterFunc(ctx, a.ended)
 }
 
@@ -155,6 +156,7 @@ func (a *attempt) finish(retried bool) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
+	a.e.stats[a.i].inflight.Add(-1)
 	var lat time.Duration
 	answered, failedReq := false, false
 	if a.repl != nil {
