@@ -355,6 +355,10 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 		if !sc.setHeadersLocal {
 			sc.setHeaders, sc.setHeadersLocal = nil, true // nginx: a level with its own replaces the inherited ones
 		}
+		if upgradeHeader(d.Args[0], d.Args[1]) {
+			l.warn(d, "%s: not needed: Caddy and Traefik pass a WebSocket upgrade's Upgrade and Connection headers on themselves", d.Args[0])
+			return true, nil
+		}
 		k, err := parseKey(d.Args[1], d.Pos)
 		if err != nil {
 			return true, err
@@ -424,6 +428,20 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// upgradeHeader reports whether proxy_set_header name value is nginx's
+// WebSocket recipe: Upgrade $http_upgrade, and Connection "upgrade" or a
+// variable (a map of $http_upgrade, as nginx's documentation writes it).
+func upgradeHeader(name, value string) bool {
+	switch {
+	case strings.EqualFold(name, "Upgrade"):
+		return value == "$http_upgrade" || value == "${http_upgrade}"
+	case strings.EqualFold(name, "Connection"):
+		v := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(value, "$"), "{"), "}")
+		return strings.EqualFold(value, "upgrade") || strings.HasPrefix(value, "$") && validName(v)
+	}
+	return false
 }
 
 // child returns the scope a nested block starts from.
