@@ -628,6 +628,7 @@ func (l *loader) server(d *Directive, parent *scope) error {
 	sc := parent.child()
 	s := &Site{Pos: d.Pos}
 	var locs []*Directive
+	var unix *Directive // a listen on a unix socket, which no host takes
 	for _, c := range d.Block {
 		ok, err := l.inherited(c, sc, "server")
 		if err != nil {
@@ -644,6 +645,8 @@ func (l *loader) server(d *Directive, parent *scope) error {
 			}
 			if ln != nil {
 				s.Listens = append(s.Listens, *ln)
+			} else if unix == nil {
+				unix = c
 			}
 		case "server_name":
 			for _, n := range c.Args {
@@ -668,6 +671,11 @@ func (l *loader) server(d *Directive, parent *scope) error {
 		default:
 			l.warn(c, "not converted")
 		}
+	}
+	if len(s.Listens) == 0 && unix != nil {
+		// nginx's default (port 80 on every interface) would open to the
+		// network what nginx served on a local socket only.
+		return errorf(unix.Pos, "listen %s: this server listens on unix sockets only, which Caddy and Traefik do not take; converted, it would listen on port 80 of every interface: remove the server block, or give it a listen on a loopback address (listen 127.0.0.1:PORT)", unix.Args[0])
 	}
 	if len(s.Listens) == 0 {
 		s.Listens = []Listen{{Port: "80", Pos: d.Pos}}
