@@ -202,3 +202,23 @@ func TestConvertJSONValues(t *testing.T) {
 		t.Errorf("a refused Caddyfile: exit %d, stdout %q, stderr %s; want exit 2", code, out, errOut)
 	}
 }
+
+// TestConvertJSONTLS: an https proxy_pass's TLS settings adapt to Caddy's
+// transport: no certificate check by nginx's default, the trusted CAs,
+// server name and client certificate when nginx checks.
+func TestConvertJSONTLS(t *testing.T) {
+	conf := writeConf(t, map[string]string{"nginx.conf": "http {\n\tupstream app { server 127.0.0.1:9443; }\n\tserver {\n\t\tlisten 8080;\n" +
+		"\t\tlocation / { proxy_pass https://app; }\n" +
+		"\t\tlocation /checked/ { proxy_pass https://app; proxy_ssl_verify on; proxy_ssl_trusted_certificate /etc/ssl/ca.pem;\n" +
+		"\t\t\tproxy_ssl_name app.internal; proxy_ssl_certificate /etc/ssl/c.pem; proxy_ssl_certificate_key /etc/ssl/c.key; }\n\t}\n}\n"})
+	code, out, errOut := run("convert", "--to", "json", conf)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{`"insecure_skip_verify": true`, `"provider": "file"`, `"/etc/ssl/ca.pem"`,
+		`"server_name": "app.internal"`, `"client_certificate_file": "/etc/ssl/c.pem"`, `"client_certificate_key_file": "/etc/ssl/c.key"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("JSON lacks %s:\n%s", want, out)
+		}
+	}
+}

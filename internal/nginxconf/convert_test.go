@@ -390,6 +390,8 @@ http://other.example:8080 {
 			header_up Host u
 			transport http {
 				tls
+				# proxy_ssl_verify off (nginx's default): the upstream's certificate is not checked
+				tls_insecure_skip_verify
 			}
 		}
 	}

@@ -173,6 +173,21 @@ type Proxy struct {
 	// proxy_send_timeout; 0 when not written.
 	ConnectTimeout, ReadTimeout, SendTimeout time.Duration
 	SetHeaders                               []Header
+	// TLS is the proxy_ssl_ settings in effect, for an https proxy_pass.
+	TLS ProxyTLS
+}
+
+// ProxyTLS is the proxy_ssl_ settings of a location: how nginx checks an
+// https upstream's certificate and which it presents.
+type ProxyTLS struct {
+	Verify    bool   // proxy_ssl_verify on (nginx's default: off)
+	Trusted   string // proxy_ssl_trusted_certificate: the CA certificates' file
+	Name      Key    // proxy_ssl_name; empty: nginx's $proxy_host
+	SNI       bool   // proxy_ssl_server_name on (default off: no SNI)
+	Cert, Key string // proxy_ssl_certificate and proxy_ssl_certificate_key
+	// Where proxy_ssl_trusted_certificate, proxy_ssl_name and
+	// proxy_ssl_certificate were written.
+	TrustedPos, NamePos, CertPos Pos
 }
 
 // Retry is proxy_next_upstream and its limits.
@@ -210,6 +225,7 @@ type scope struct {
 	realIP           RealIP
 	realIPFromLocal  bool
 	realIPFromParent []string
+	tls              ProxyTLS
 }
 
 // loader collects a Config.
@@ -422,6 +438,32 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 			sc.addHeaders, sc.addHeadersLocal = nil, true // as proxy_set_header: a level's own replace the inherited
 		}
 		sc.addHeaders = append(sc.addHeaders, Header{Name: d.Args[0], Value: k, Pos: d.Pos})
+	case "proxy_ssl_verify", "proxy_ssl_server_name":
+		if len(d.Args) != 1 || (d.Args[0] != "on" && d.Args[0] != "off") {
+			return true, errorf(d.Pos, "%s: want on or off", d.Name)
+		}
+		if d.Name == "proxy_ssl_verify" {
+			sc.tls.Verify = d.Args[0] == "on"
+		} else {
+			sc.tls.SNI = d.Args[0] == "on"
+		}
+	case "proxy_ssl_trusted_certificate", "proxy_ssl_certificate", "proxy_ssl_certificate_key", "proxy_ssl_name":
+		if len(d.Args) != 1 {
+			return true, errorf(d.Pos, "%s: want one argument", d.Name)
+		}
+		switch d.Name {
+		case "proxy_ssl_trusted_certificate":
+			sc.tls.Trusted, sc.tls.TrustedPos = d.Args[0], d.Pos
+		case "proxy_ssl_certificate":
+			sc.tls.Cert, sc.tls.CertPos = d.Args[0], d.Pos
+		case "proxy_ssl_certificate_key":
+			sc.tls.Key = d.Args[0]
+		default:
+			sc.tls.NamePos = d.Pos
+			if sc.tls.Name, err = parseKey(d.Args[0], d.Pos); err != nil {
+				return true, err
+			}
+		}
 	case "proxy_http_version":
 		if len(d.Args) == 1 && d.Args[0] == "1.1" {
 			return true, nil // what both hosts speak to their upstreams
@@ -835,7 +877,10 @@ func (l *loader) proxyPass(d *Directive, sc *scope) (*Proxy, string, error) {
 	}
 	hostport, uri, hasURI := strings.Cut(rest, "/")
 	p := &Proxy{Pos: d.Pos, Scheme: scheme, Host: hostport, Retry: sc.retry, ConnectTimeout: sc.connect,
-		ReadTimeout: sc.read, SendTimeout: sc.send, SetHeaders: sc.setHeaders}
+		ReadTimeout: sc.read, SendTimeout: sc.send, SetHeaders: sc.setHeaders, TLS: sc.tls}
+	if err := checkTLS(p); err != nil {
+		return nil, "", err
+	}
 	if hasURI {
 		p.URI = "/" + uri
 	}
@@ -854,6 +899,23 @@ func (l *loader) proxyPass(d *Directive, sc *scope) (*Proxy, string, error) {
 	}
 	p.Addr = addr
 	return p, "", nil
+}
+
+// checkTLS refuses the proxy_ssl_ settings nginx refuses for an https
+// proxy_pass, and what the hosts cannot read (variables in file names).
+func checkTLS(p *Proxy) error {
+	t := p.TLS
+	switch {
+	case p.Scheme != "https":
+		return nil
+	case t.Verify && t.Trusted == "":
+		return errorf(p.Pos, "proxy_ssl_verify on: no proxy_ssl_trusted_certificate (nginx refuses it too)")
+	case t.Cert != "" && t.Key == "":
+		return errorf(t.CertPos, "proxy_ssl_certificate %s: no proxy_ssl_certificate_key (nginx refuses it too)", t.Cert)
+	case strings.Contains(t.Cert+t.Key+t.Trusted, "$"):
+		return errorf(p.Pos, "proxy_ssl_ certificate files with variables are not converted (%s %s %s)", t.Trusted, t.Cert, t.Key)
+	}
+	return nil
 }
 
 func parseReturn(d *Directive) (*Return, error) {
