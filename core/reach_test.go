@@ -6,14 +6,6 @@ import (
 	"testing"
 )
 
-func weighted(ws ...int) []Backend {
-	bs := make([]Backend, len(ws))
-	for i, w := range ws {
-		bs[i] = Backend{Address: fmt.Sprintf("10.0.0.%d:80", i+1), Weight: w}
-	}
-	return bs
-}
-
 // TestReach: the backends the first try never picks, exactly.
 func TestReach(t *testing.T) {
 	cases := []struct {
@@ -35,7 +27,7 @@ func TestReach(t *testing.T) {
 		{SmoothWRR, "", []int{50000, 30000, 20000}, nil, 0},
 	}
 	for _, c := range cases {
-		far, span := Unreachable(c.strategy, c.mode, weighted(c.weights...))
+		far, span := Unreachable(c.strategy, c.mode, hcBackends(c.weights...))
 		if !reflect.DeepEqual(far, c.far) || span != c.span {
 			t.Errorf("%s %s %v: %v, %d; want %v, %d", c.strategy, c.mode, c.weights, far, span, c.far, c.span)
 		}
@@ -58,7 +50,7 @@ func TestReachPicks(t *testing.T) {
 		{URLHash, HashModulo, []int{20000, 12000, 700, 90000}, func(i int) string { return fmt.Sprintf("/item/%d", i) }, 200000},
 	}
 	for _, c := range cases {
-		bs := weighted(c.weights...)
+		bs := hcBackends(c.weights...)
 		b, err := New(Config{Strategy: c.strategy, HashMode: c.mode, Backends: bs})
 		if err != nil {
 			t.Fatal(err)
