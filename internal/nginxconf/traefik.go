@@ -268,7 +268,7 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 func (t *traefikWriter) tls(p *Proxy) {
 	c := p.TLS
 	if !c.Verify {
-		t.warn(p.Pos, "proxy_pass", "%s://%s: nginx does not check the upstream's certificate (proxy_ssl_verify off, its default); the plugin checks it against the system's trusted roots and has no setting to skip it: a server with a self-signed or private CA's certificate fails (502) until that CA is in the system's trust store", p.Scheme, p.Host)
+		t.warn(p.Pos, "proxy_pass", "%s://%s: nginx does not check the upstream's certificate (proxy_ssl_verify off, its default); the plugin checks it against the system's trusted roots and has no setting to skip it: a server with a self-signed or private CA's certificate fails (502) unless that CA is in the system's trust store and the certificate names the host of the server's URL", p.Scheme, p.Host)
 	} else {
 		t.warn(c.TrustedPos, "proxy_ssl_trusted_certificate", "%s: not converted: the plugin trusts the system's roots only; add this CA to the system's trust store", c.Trusted)
 	}
