@@ -293,7 +293,9 @@ func Load(ds []*Directive) (*Config, error) {
 		if !u.used {
 			return nil, errorf(u.Pos, "upstream %s: no proxy_pass uses it (nginx would accept it; it is probably a mistake)", u.Name)
 		}
-		l.warnReach(u)
+		if err := l.checkUpstream(u); err != nil {
+			return nil, err
+		}
 	}
 	markDefaults(l.c.Sites)
 	return l.c, nil
