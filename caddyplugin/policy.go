@@ -527,7 +527,8 @@ func (p *policy) entryFor(dials []string) *poolEntry {
 // options naming an address that the first set lacks (with static upstreams
 // Provision refuses them; dynamic ones may still bring it, but an address
 // written otherwise than the source gives it, "localhost:80" for
-// "127.0.0.1:80", never matches), and every upstream down. p.mu must be held.
+// "127.0.0.1:80", never matches), upstreams a hash's weight walk never
+// reaches (warnReach), and every upstream down. p.mu must be held.
 func (p *policy) warnSet(dials []string, backends []core.Backend) {
 	if !p.warned.first {
 		p.warned.first = true
@@ -541,6 +542,7 @@ func (p *policy) warnSet(dials []string, backends []core.Backend) {
 					zap.String("policy", p.id), zap.String("option", given(p.opts.Upstreams[addr])+" "+addr), zap.Strings("upstreams", dials))
 			}
 		}
+		p.warnReach(backends)
 	}
 	for _, b := range backends {
 		if !b.Down {

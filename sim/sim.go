@@ -41,6 +41,16 @@ const defaultLatency = 10 * time.Millisecond
 // epoch is the simulated clock's start: a fixed, non-zero instant.
 var epoch = time.Unix(1700000000, 0)
 
+// maxWindows bounds a run's simulated time to that many timeline windows
+// (Scenario.Limit): the timeline keeps a row per window, and a run longer
+// than that (12 days in windows of 1s) says more about its inputs than
+// about a balancer.
+const maxWindows = 1 << 20
+
+// ErrLimit is the error of a run that would pass its scenario's Limit: a
+// service time or an arrival gap that long, or a run that long.
+var ErrLimit = errors.New("past the simulation's limit")
+
 // Server is one simulated backend.
 type Server struct {
 	// Backend is the server as the balancers see it: address and weight
@@ -163,7 +173,8 @@ type Result struct {
 	Latencies []time.Duration
 
 	// Timeline counts the requests sent to each backend per Window of
-	// simulated time: Timeline[w][i] is backend i's in window w.
+	// simulated time: Timeline[w][i] is backend i's in window w; a window
+	// in which no request was sent is nil.
 	Timeline [][]int
 	Window   time.Duration
 }
@@ -233,6 +244,8 @@ type world struct {
 	rejected int
 	timeline [][]int
 	window   int64
+	limit    int64 // simulated ns: sc.Limit()
+	err      error // why the run stopped early (ErrLimit)
 	meanCost float64
 	rng      struct{ service, arrive, class, fail, key *rand.Rand }
 }
@@ -248,10 +261,8 @@ func Simulate(sc Scenario, c Contender, seed uint64) (Result, error) {
 	w.rng.class = rand.New(rand.NewPCG(seed, 3))
 	w.rng.fail = rand.New(rand.NewPCG(seed, 5))
 	w.rng.key = rand.New(rand.NewPCG(seed, 6))
-	w.window = int64(sc.Window)
-	if w.window <= 0 {
-		w.window = int64(time.Second)
-	}
+	w.window = int64(sc.window())
+	w.limit = int64(sc.Limit())
 	w.meanCost = 1
 	if len(sc.Classes) > 0 {
 		w.meanCost = 0
@@ -290,24 +301,28 @@ func Simulate(sc Scenario, c Contender, seed uint64) (Result, error) {
 	}
 
 	if sc.Clients > 0 {
-		for cl := 0; cl < sc.Clients && w.more(); cl++ {
+		for cl := 0; cl < sc.Clients && w.more() && w.err == nil; cl++ {
 			w.send(cl)
 		}
 	} else {
 		w.push(event{at: 0})
 	}
-	for w.q.Len() > 0 {
+	for w.q.Len() > 0 && w.err == nil {
 		ev := heap.Pop(&w.q).(event)
 		w.now = ev.at
 		if ev.req == nil { // an open-loop arrival
 			w.send(-1)
 			if w.more() {
-				gap := int64(w.rng.arrive.ExpFloat64() / sc.Rate * 1e9)
-				w.push(event{at: w.now + gap})
+				if gap, ok := w.after(w.rng.arrive.ExpFloat64()/sc.Rate*1e9, "the next arrival"); ok {
+					w.push(event{at: w.now + gap})
+				}
 			}
 			continue
 		}
 		w.finish(ev.req)
+	}
+	if w.err != nil {
+		return Result{}, w.err
 	}
 	res := w.result()
 	res.Policy, res.Kind = c.Name, c.Kind
@@ -355,6 +370,50 @@ func (sc Scenario) check() error {
 		return fmt.Errorf("sim: %s: class shares sum to %v, want 1", name, total)
 	}
 	return nil
+}
+
+// window is the width of the timeline's windows.
+func (sc Scenario) window() time.Duration {
+	if sc.Window <= 0 {
+		return time.Second
+	}
+	return sc.Window
+}
+
+// Limit is the longest simulated time a run of sc may reach: a run that
+// would pass it (a service time or an arrival gap that long, or that many
+// requests after one another) stops with ErrLimit.
+func (sc Scenario) Limit() time.Duration {
+	return time.Duration(maxWindows) * sc.window()
+}
+
+// after checks that a span of d simulated ns from now stays within the
+// limit, and returns it; otherwise it stops the run with ErrLimit, saying
+// what the span was.
+func (w *world) after(d float64, what string) (int64, bool) {
+	if d >= 0 && d <= float64(w.limit-w.now) {
+		return int64(d), true
+	}
+	if w.err == nil {
+		w.err = fmt.Errorf("sim: %s: %s at %v would take %v: %w (%v, %d windows of %v)", w.name(), what,
+			time.Duration(w.now), durationText(d), ErrLimit, time.Duration(w.limit), maxWindows, time.Duration(w.window))
+	}
+	return 0, false
+}
+
+func (w *world) name() string {
+	if w.sc.Name == "" {
+		return "scenario"
+	}
+	return w.sc.Name
+}
+
+// durationText writes a span of ns that may be past what a Duration holds.
+func durationText(d float64) string {
+	if d >= 0 && d < math.MaxInt64 {
+		return time.Duration(d).String()
+	}
+	return strconv.FormatFloat(d/1e9, 'g', 4, 64) + "s"
 }
 
 func cost(c Class) float64 {
@@ -410,7 +469,10 @@ func (w *world) send(cl int) {
 	}
 	w.pols[b].Start(i)
 	win := int(w.now / w.window)
-	for len(w.timeline) <= win {
+	for len(w.timeline) < win {
+		w.timeline = append(w.timeline, nil) // a window without requests
+	}
+	if len(w.timeline) == win {
 		w.timeline = append(w.timeline, make([]int, len(w.servers)))
 	}
 	w.timeline[win][i]++
@@ -435,7 +497,11 @@ func (w *world) serve(s *server, r *request) {
 			d *= s.Slowdown(time.Duration(w.now))
 		}
 	}
-	r.ends = w.now + int64(d)
+	span, ok := w.after(d, fmt.Sprintf("server %d (%s): a service time", r.server, s.Backend.Address))
+	if !ok {
+		return
+	}
+	r.ends = w.now + span
 	s.serving = append(s.serving, r)
 	w.push(event{at: r.ends, req: r})
 }

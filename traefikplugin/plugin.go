@@ -114,6 +114,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	if err != nil {
 		return nil, fmt.Errorf("lbpack middleware %q: %v", name, err)
 	}
+	warnReach(name, s)
 	sh, err := keep(name, s)
 	if err != nil {
 		return nil, fmt.Errorf("lbpack middleware %q: %v", name, coreError(err))

@@ -34,6 +34,9 @@
 // smooth weighted round robin keeps one current weight per backend, the LVS
 // scheduler of gcd_wrr keeps one current weight cw for the whole set.
 // Backends may be named by bare names (a, b, c); --down names some of them.
+// The table streams: a trace longer than its schedule's period (the total
+// weight) repeats that period, so any N is printed in little memory; a
+// period too long to keep with an N as long is refused.
 //
 // compare runs N picks (default 100000) of every strategy, of every hash
 // mode of url_hash, and of least_conn with two choices, over the same
@@ -63,6 +66,9 @@
 // "HOST:PORT=" gives every backend not listed its distribution; every backend
 // needs one. ip_hash and url_hash hash random client IPs, or the keys of
 // --keys FILE. The simulation is deterministic for a given --seed (default 1).
+// It refuses what it cannot simulate, naming the flags: at most 2^24
+// requests, and no service time (a cost class's multiple included), arrival
+// gap or whole run past 2^20 seconds of simulated time (12 days).
 //
 // convert reads an nginx configuration file and the files it includes and
 // prints the equivalent Caddyfile (the default), Caddy JSON or Traefik

@@ -63,7 +63,9 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		js, cw, err := AdaptCaddyfile(out, "Caddyfile")
 		if err != nil {
-			return fmt.Errorf("adapting the converted Caddyfile: %v\n%s", err, out)
+			// The nginx configuration holds what Caddy refuses: bad input,
+			// as a refusal of the converter's own would be.
+			return usagef("adapting the converted Caddyfile: %v\n%s", err, out)
 		}
 		for _, w := range cw {
 			fmt.Fprintf(stderr, "warning: Caddy: %s\n", w)

@@ -2,6 +2,7 @@ package lbsim_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,6 +173,52 @@ func TestGuideExample(t *testing.T) {
 		}
 		if errOut != blocks[2+2*i] {
 			t.Errorf("--to %s: the guide shows the warnings\n%s\nlbsim prints\n%s", to, blocks[2+2*i], errOut)
+		}
+	}
+}
+
+// TestConvertJSONValues: nginx values lbpack holds otherwise (fail_timeout=0,
+// times beyond 292 years) convert to JSON that Caddy's adapter takes; what
+// Caddy's adapter refuses is bad input, exit 2.
+func TestConvertJSONValues(t *testing.T) {
+	conf := writeConf(t, map[string]string{"nginx.conf": "http {\n\tupstream app {\n\t\tserver 127.0.0.1:9001 fail_timeout=0;\n" +
+		"\t\tserver 127.0.0.1:9002 fail_timeout=300y slow_start=400y;\n\t}\n\tserver { listen 8080; location / { proxy_pass http://app; } }\n}\n"})
+	code, out, errOut := run("convert", "--to", "json", conf)
+	if code != 0 || !strings.Contains(out, `"fail_timeout": 1000000000,`) || !strings.Contains(out, `"slow_start": 9223369200000000000`) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, conf+":3: server: fail_timeout=0: nginx keeps a failed server out") ||
+		!strings.Contains(errOut, conf+":4: server: slow_start=400y: longer than lbpack holds") {
+		t.Errorf("stderr %s", errOut)
+	}
+
+	adapt := lbsim.AdaptCaddyfile
+	defer func() { lbsim.AdaptCaddyfile = adapt }()
+	lbsim.AdaptCaddyfile = func([]byte, string) ([]byte, []string, error) {
+		return nil, nil, errors.New("Caddyfile:9 - Error during parsing: refused")
+	}
+	code, out, errOut = run("convert", "--to", "json", conf)
+	if code != 2 || out != "" || !strings.Contains(errOut, "adapting the converted Caddyfile: Caddyfile:9 - Error during parsing: refused") {
+		t.Errorf("a refused Caddyfile: exit %d, stdout %q, stderr %s; want exit 2", code, out, errOut)
+	}
+}
+
+// TestConvertJSONTLS: an https proxy_pass's TLS settings adapt to Caddy's
+// transport: no certificate check by nginx's default, the trusted CAs,
+// server name and client certificate when nginx checks.
+func TestConvertJSONTLS(t *testing.T) {
+	conf := writeConf(t, map[string]string{"nginx.conf": "http {\n\tupstream app { server 127.0.0.1:9443; }\n\tserver {\n\t\tlisten 8080;\n" +
+		"\t\tlocation / { proxy_pass https://app; }\n" +
+		"\t\tlocation /checked/ { proxy_pass https://app; proxy_ssl_verify on; proxy_ssl_trusted_certificate /etc/ssl/ca.pem;\n" +
+		"\t\t\tproxy_ssl_name app.internal; proxy_ssl_certificate /etc/ssl/c.pem; proxy_ssl_certificate_key /etc/ssl/c.key; }\n\t}\n}\n"})
+	code, out, errOut := run("convert", "--to", "json", conf)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{`"insecure_skip_verify": true`, `"provider": "file"`, `"/etc/ssl/ca.pem"`,
+		`"server_name": "app.internal"`, `"client_certificate_file": "/etc/ssl/c.pem"`, `"client_certificate_key_file": "/etc/ssl/c.key"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("JSON lacks %s:\n%s", want, out)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package lbsim
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +52,9 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 			}
 		}
 		return false
+	}
+	if given("n") && c.n > maxSimRequests {
+		return usagef("-n %d: the simulation keeps every request's latency: at most %d requests", c.n, maxSimRequests)
 	}
 	if scenario != "" {
 		return runScenario(stdout, set, given("n"), c, scenario, policies, svg)
@@ -118,7 +122,24 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err := beh.apply(&sc); err != nil {
 		return err
 	}
+	if err := checkSpans(sc, c.names, latency, beh.classes); err != nil {
+		return err
+	}
 	res, err := sim.Simulate(sc, sim.Lbpack(c.strategy, c.strategy), opt.Seed)
+	if errors.Is(err, sim.ErrLimit) {
+		// A run as long as that comes of several flags together: name them.
+		var given []string
+		for _, f := range set {
+			if timeFlags[f] {
+				dash := "--"
+				if len(f) == 1 {
+					dash = "-"
+				}
+				given = append(given, dash+f+" "+fs.Lookup(f).Value.String())
+			}
+		}
+		return usagef("%s: %v", strings.Join(given, " "), err)
+	}
 	if err != nil {
 		return &usageError{err.Error()}
 	}
@@ -127,6 +148,35 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	}
 	if svg != "" {
 		return writeSVG(svg, c.strategy, []sim.Result{res})
+	}
+	return nil
+}
+
+// maxSimRequests bounds simulate's -n: the run keeps every latency (8
+// bytes each) to take its percentiles.
+const maxSimRequests = 1 << 24
+
+// timeFlags are simulate's flags that make a run last: a run past the
+// simulation's limit names those given.
+var timeFlags = map[string]bool{"latency": true, "classes": true, "slowdown": true, "errors": true,
+	"rate": true, "concurrency": true, "workers": true, "n": true, "balancers": true}
+
+// checkSpans refuses a service time, or a cost class's multiple of one,
+// that alone passes the simulation's limit, naming the flag that gives it.
+func checkSpans(sc sim.Scenario, names []string, latency, classes string) error {
+	limit := sc.Limit()
+	costly := 1.0
+	for _, cl := range sc.Classes {
+		costly = max(costly, cl.Cost)
+	}
+	for i, s := range sc.Servers {
+		m := s.Service.Mean()
+		if m > limit {
+			return usagef("--latency %q: %s's mean service time %v is past the simulation's limit of %v", latency, names[i], m, limit)
+		}
+		if float64(m)*costly > float64(limit) {
+			return usagef("--classes %q: a cost of %g times %s's mean service time %v is past the simulation's limit of %v", classes, costly, names[i], m, limit)
+		}
 	}
 	return nil
 }
@@ -172,6 +222,9 @@ func runScenario(w io.Writer, set []string, nSet bool, c common, name, policies,
 			sc.Note += fmt.Sprintf(" This run: -n %d requests.", c.n)
 		}
 		res, err := sim.Compare(sc, cs, c.seed)
+		if errors.Is(err, sim.ErrLimit) {
+			return usagef("--scenario %s -n %d: %v", sc.Name, c.n, err)
+		}
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,12 @@
 package lbsim
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lbpack/lbpack/core"
 )
@@ -37,15 +39,90 @@ func runTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	steps, err := core.Trace(cfg, c.n)
+	steps, period, err := traceSteps(cfg, c.n)
 	if err != nil {
-		return &usageError{err.Error()}
+		return err
 	}
-	return writeTrace(stdout, c.strategy, entries, steps)
+	return writeTrace(stdout, c.strategy, entries, steps, period, c.n)
 }
 
-// writeTrace prints steps as an aligned table, then the sequence of choices.
-func writeTrace(w io.Writer, strategy string, entries []entry, steps []core.TraceStep) error {
+// traceCells bounds the trace kept in memory, in steps times backends: a
+// longer trace is printed from one period of its schedule.
+var traceCells = 1 << 20
+
+// traceSteps returns the steps the trace prints: the first step and one
+// period of the schedule after it, which the table repeats, or, for a trace
+// shorter than that, all n steps (period 0). smooth_wrr's and
+// gcd_wrr's schedules repeat every W picks, W the total weight of the
+// backends picked from (gcd_wrr's from its second pick: its first starts
+// from cw 0); the steps show it (the second period is checked to be the
+// first), it is not assumed.
+func traceSteps(cfg core.Config, n int) (steps []core.TraceStep, period int, err error) {
+	most := max(traceCells/len(cfg.Backends), 1)
+	p := tracePeriod(cfg)
+	if p < 1 || n <= 2*p+1 || 2*p+1 > most {
+		if n > most && p >= 1 {
+			return nil, 0, usagef("-n %d: the schedule over these weights repeats every %d picks, too long to keep with a trace of more than %d picks: give -n at most %d", n, p, most, most)
+		}
+		// With nothing to pick from (p < 1), core says so.
+		if steps, err = core.Trace(cfg, min(n, most)); err != nil {
+			return nil, 0, &usageError{err.Error()}
+		}
+		return steps, 0, nil
+	}
+	if steps, err = core.Trace(cfg, 2*p+1); err != nil {
+		return nil, 0, &usageError{err.Error()}
+	}
+	for j := 1; j <= p; j++ {
+		if !sameStep(steps[j], steps[j+p]) {
+			return nil, 0, usagef("-n %d: the schedule does not repeat every %d picks, and a trace of more than %d picks is not kept: give -n at most %d", n, p, most, most)
+		}
+	}
+	return steps[:p+1], p, nil
+}
+
+// tracePeriod is the total weight of the backends a trace picks from: the
+// primaries that are not down, or the backups if none is left.
+func tracePeriod(cfg core.Config) int {
+	primary, backup := 0, 0
+	for _, b := range cfg.Backends {
+		switch {
+		case b.Down:
+		case b.Backup:
+			backup += b.Weight
+		default:
+			primary += b.Weight
+		}
+	}
+	if primary == 0 {
+		return backup
+	}
+	return primary
+}
+
+func sameStep(a, b core.TraceStep) bool {
+	if a.Chosen != b.Chosen || len(a.Before) != len(b.Before) || len(a.After) != len(b.After) {
+		return false
+	}
+	for i := range a.Before {
+		if a.Before[i] != b.Before[i] {
+			return false
+		}
+	}
+	for i := range a.After {
+		if a.After[i] != b.After[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// writeTrace prints n steps as an aligned table, then the sequence of
+// choices; past the steps given, the last period of them repeats (see
+// traceSteps). It streams the rows, aligned as writeTable aligns them: the
+// columns as wide as their widest cell, two spaces apart.
+func writeTrace(out io.Writer, strategy string, entries []entry, steps []core.TraceStep, period, n int) error {
+	w := bufio.NewWriter(out)
 	names := make([]string, len(entries))
 	weights := make([]string, len(entries))
 	for i, e := range entries {
@@ -90,15 +167,38 @@ func writeTrace(w io.Writer, strategy string, entries []entry, steps []core.Trac
 		fmt.Fprintf(w, "%s, weights %s: the scheduler's current weight cw\n", strategy, strings.Join(weights, " "))
 		before, after = "cw before", "cw after"
 	}
-	rows := [][]string{{"request", before, "chosen", after}}
-	seq := make([]string, len(steps))
+	// The cells of one period, and the columns' widths over them.
+	cells := make([][3]string, len(steps))
+	cols := [3]int{max(len("request"), len(strconv.Itoa(n))), utf8.RuneCountInString(before), len("chosen")}
 	for i, s := range steps {
-		seq[i] = name(s.Chosen)
-		rows = append(rows, []string{strconv.Itoa(i + 1), list(s.Before), seq[i], list(s.After)})
+		cells[i] = [3]string{list(s.Before), name(s.Chosen), list(s.After)}
+		cols[1] = max(cols[1], utf8.RuneCountInString(cells[i][0]))
+		cols[2] = max(cols[2], utf8.RuneCountInString(cells[i][1]))
 	}
-	if err := writeTable(w, rows); err != nil {
-		return err
+	row := func(request, before, chosen, after string) {
+		for k, cell := range []string{request, before, chosen} {
+			w.WriteString(cell)
+			w.WriteString(strings.Repeat(" ", cols[k]-utf8.RuneCountInString(cell)+2))
+		}
+		w.WriteString(after)
+		w.WriteByte('\n')
 	}
-	_, err := fmt.Fprintf(w, "sequence: %s\n", strings.Join(seq, " "))
-	return err
+	at := func(i int) *[3]string {
+		if i >= len(cells) {
+			i = len(cells) - period + (i-len(cells))%period
+		}
+		return &cells[i]
+	}
+	row("request", before, "chosen", after)
+	for i := 0; i < n; i++ {
+		c := at(i)
+		row(strconv.Itoa(i+1), c[0], c[1], c[2])
+	}
+	w.WriteString("sequence:")
+	for i := 0; i < n; i++ {
+		w.WriteByte(' ')
+		w.WriteString(at(i)[1])
+	}
+	w.WriteByte('\n')
+	return w.Flush()
 }

@@ -2,6 +2,7 @@ package nginxconf
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"strconv"
@@ -283,7 +284,7 @@ func (w *caddyWriter) proxy(b *caddyWriter, loc *Location, keyOf func(Key, strin
 			inner.line(3, "header_down %s %s", caddyToken(h.Name), caddyToken(keyOf(h.Value, "add_header")))
 		}
 	}
-	w.transport(inner, p, u)
+	w.transport(inner, p, u, keyOf)
 	if inner.b.Len() == 0 {
 		b.line(2, "reverse_proxy %s", strings.Join(addrs, " "))
 		return
@@ -579,8 +580,8 @@ func (w *caddyWriter) setHeader(b *caddyWriter, h Header, keyOf func(Key, string
 	b.line(3, "header_up %s %s", caddyToken(h.Name), caddyToken(v))
 }
 
-// transport writes the timeouts and keepalive as the http transport's.
-func (w *caddyWriter) transport(b *caddyWriter, p *Proxy, u *Upstream) {
+// transport writes the timeouts, keepalive and TLS as the http transport's.
+func (w *caddyWriter) transport(b *caddyWriter, p *Proxy, u *Upstream, keyOf func(Key, string) string) {
 	var lines []string
 	if p.ConnectTimeout > 0 {
 		lines = append(lines, "dial_timeout "+caddyDuration(p.ConnectTimeout))
@@ -599,6 +600,7 @@ func (w *caddyWriter) transport(b *caddyWriter, p *Proxy, u *Upstream) {
 	}
 	if p.Scheme == "https" {
 		lines = append(lines, "tls")
+		lines = append(lines, w.tls(p, keyOf)...)
 	}
 	if len(lines) == 0 {
 		return
@@ -608,6 +610,47 @@ func (w *caddyWriter) transport(b *caddyWriter, p *Proxy, u *Upstream) {
 		b.line(4, "%s", l)
 	}
 	b.line(3, "}")
+}
+
+// tls writes the proxy_ssl_ settings of an https proxy_pass as the
+// transport's tls_ options. nginx checks no certificate unless
+// proxy_ssl_verify is on, and then against proxy_ssl_name (its
+// $proxy_host by default); Caddy checks every certificate, against the
+// upstream's address, unless told otherwise.
+func (w *caddyWriter) tls(p *Proxy, keyOf func(Key, string) string) []string {
+	t := p.TLS
+	name := sslName(p.Host)
+	if t.Name.Text != "" {
+		name = keyOf(t.Name, "proxy_ssl_name")
+	}
+	var out []string
+	if t.Verify {
+		out = append(out, "# proxy_ssl_verify on: the certificate is checked against proxy_ssl_name, as nginx checks it",
+			"tls_trust_pool file "+caddyToken(t.Trusted), "tls_server_name "+caddyToken(name))
+	} else {
+		out = append(out, "# proxy_ssl_verify off (nginx's default): the upstream's certificate is not checked",
+			"tls_insecure_skip_verify")
+		w.warn(p.Pos, "proxy_pass", "%s://%s: nginx does not check the upstream's certificate (proxy_ssl_verify off, its default), so Caddy is told not to either (tls_insecure_skip_verify); to check it, write proxy_ssl_verify on and proxy_ssl_trusted_certificate CA.pem (Caddy: tls_trust_pool file CA.pem)", p.Scheme, p.Host)
+		if t.SNI {
+			out = append(out, "tls_server_name "+caddyToken(name))
+		}
+	}
+	switch {
+	case t.Cert != "" && t.Key != "":
+		out = append(out, "tls_client_auth "+caddyToken(t.Cert)+" "+caddyToken(t.Key))
+	case t.Key != "":
+		w.warn(p.Pos, "proxy_ssl_certificate_key", "without proxy_ssl_certificate: nginx presents no certificate, nor does Caddy")
+	}
+	return out
+}
+
+// sslName is nginx's default proxy_ssl_name for a proxy_pass host,
+// $proxy_host, without its port, as nginx sends and checks it.
+func sslName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.Trim(host, "[]")
 }
 
 // caddyDuration writes a duration as Caddy and Traefik parse it, without

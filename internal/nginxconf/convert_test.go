@@ -390,6 +390,8 @@ http://other.example:8080 {
 			header_up Host u
 			transport http {
 				tls
+				# proxy_ssl_verify off (nginx's default): the upstream's certificate is not checked
+				tls_insecure_skip_verify
 			}
 		}
 	}
@@ -547,7 +549,7 @@ func TestLoadErrors(t *testing.T) {
 		{site("upstream u {\n ip_hash;\n server 10.0.0.1:80;\n server 10.0.0.2:80 backup;\n}"), "nginx.conf:5: server 10.0.0.2:80: backup: nginx's ip_hash does not accept backup servers"},
 		{site("upstream u {\n server 10.0.0.1:80 weight=0;\n}"), "nginx.conf:3: weight=0: want a whole number of at least 1"},
 		{site("upstream u {\n server 10.0.0.1:80 wieght=2;\n}"), `nginx.conf:3: server 10.0.0.1:80: invalid parameter "wieght=2"`},
-		{site("upstream u {\n server 10.0.0.1:80 fail_timeout=ten;\n}"), "nginx.conf:3: fail_timeout=ten: want a time such as 10s or 500ms"},
+		{site("upstream u {\n server 10.0.0.1:80 fail_timeout=ten;\n}"), "nginx.conf:3: fail_timeout=ten: want a time in seconds such as 10s or 1m30s"},
 		{site("upstream u {\n server unix:/run/app.sock;\n}"), "nginx.conf:3: server unix:/run/app.sock: a unix socket"},
 		{site("upstream u {\n server 10.0.0.1:80;\n server 10.0.0.1;\n}"), "nginx.conf:4: server 10.0.0.1:80: the same address as the server at nginx.conf:3"},
 		{site("upstream u { server 10.0.0.1:80; }\nupstream u { server 10.0.0.2:80; }"), "nginx.conf:3: upstream u: duplicate (first at nginx.conf:2)"},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbpack/lbpack/core"
 )
 
 // Balancing methods of an upstream block, by their nginx directive.
@@ -171,6 +173,21 @@ type Proxy struct {
 	// proxy_send_timeout; 0 when not written.
 	ConnectTimeout, ReadTimeout, SendTimeout time.Duration
 	SetHeaders                               []Header
+	// TLS is the proxy_ssl_ settings in effect, for an https proxy_pass.
+	TLS ProxyTLS
+}
+
+// ProxyTLS is the proxy_ssl_ settings of a location: how nginx checks an
+// https upstream's certificate and which it presents.
+type ProxyTLS struct {
+	Verify    bool   // proxy_ssl_verify on (nginx's default: off)
+	Trusted   string // proxy_ssl_trusted_certificate: the CA certificates' file
+	Name      Key    // proxy_ssl_name; empty: nginx's $proxy_host
+	SNI       bool   // proxy_ssl_server_name on (default off: no SNI)
+	Cert, Key string // proxy_ssl_certificate and proxy_ssl_certificate_key
+	// Where proxy_ssl_trusted_certificate, proxy_ssl_name and
+	// proxy_ssl_certificate were written.
+	TrustedPos, NamePos, CertPos Pos
 }
 
 // Retry is proxy_next_upstream and its limits.
@@ -208,6 +225,7 @@ type scope struct {
 	realIP           RealIP
 	realIPFromLocal  bool
 	realIPFromParent []string
+	tls              ProxyTLS
 }
 
 // loader collects a Config.
@@ -275,6 +293,9 @@ func Load(ds []*Directive) (*Config, error) {
 		if !u.used {
 			return nil, errorf(u.Pos, "upstream %s: no proxy_pass uses it (nginx would accept it; it is probably a mistake)", u.Name)
 		}
+		if err := l.checkUpstream(u); err != nil {
+			return nil, err
+		}
 	}
 	markDefaults(l.c.Sites)
 	return l.c, nil
@@ -341,19 +362,23 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 			return true, err
 		}
 	case "proxy_next_upstream_timeout":
-		sc.retry.Timeout, err = durationArg(d)
+		sc.retry.Timeout, err = l.durationArg(d)
 	case "proxy_connect_timeout":
-		sc.connect, err = durationArg(d)
+		sc.connect, err = l.durationArg(d)
 	case "proxy_read_timeout":
-		sc.read, err = durationArg(d)
+		sc.read, err = l.durationArg(d)
 	case "proxy_send_timeout":
-		sc.send, err = durationArg(d)
+		sc.send, err = l.durationArg(d)
 	case "proxy_set_header":
 		if len(d.Args) != 2 {
 			return true, errorf(d.Pos, "proxy_set_header: want a header name and a value, have %d arguments", len(d.Args))
 		}
 		if !sc.setHeadersLocal {
 			sc.setHeaders, sc.setHeadersLocal = nil, true // nginx: a level with its own replaces the inherited ones
+		}
+		if upgradeHeader(d.Args[0], d.Args[1]) {
+			l.warn(d, "%s: not needed: Caddy and Traefik pass a WebSocket upgrade's Upgrade and Connection headers on themselves", d.Args[0])
+			return true, nil
 		}
 		k, err := parseKey(d.Args[1], d.Pos)
 		if err != nil {
@@ -415,6 +440,32 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 			sc.addHeaders, sc.addHeadersLocal = nil, true // as proxy_set_header: a level's own replace the inherited
 		}
 		sc.addHeaders = append(sc.addHeaders, Header{Name: d.Args[0], Value: k, Pos: d.Pos})
+	case "proxy_ssl_verify", "proxy_ssl_server_name":
+		if len(d.Args) != 1 || (d.Args[0] != "on" && d.Args[0] != "off") {
+			return true, errorf(d.Pos, "%s: want on or off", d.Name)
+		}
+		if d.Name == "proxy_ssl_verify" {
+			sc.tls.Verify = d.Args[0] == "on"
+		} else {
+			sc.tls.SNI = d.Args[0] == "on"
+		}
+	case "proxy_ssl_trusted_certificate", "proxy_ssl_certificate", "proxy_ssl_certificate_key", "proxy_ssl_name":
+		if len(d.Args) != 1 {
+			return true, errorf(d.Pos, "%s: want one argument", d.Name)
+		}
+		switch d.Name {
+		case "proxy_ssl_trusted_certificate":
+			sc.tls.Trusted, sc.tls.TrustedPos = d.Args[0], d.Pos
+		case "proxy_ssl_certificate":
+			sc.tls.Cert, sc.tls.CertPos = d.Args[0], d.Pos
+		case "proxy_ssl_certificate_key":
+			sc.tls.Key = d.Args[0]
+		default:
+			sc.tls.NamePos = d.Pos
+			if sc.tls.Name, err = parseKey(d.Args[0], d.Pos); err != nil {
+				return true, err
+			}
+		}
 	case "proxy_http_version":
 		if len(d.Args) == 1 && d.Args[0] == "1.1" {
 			return true, nil // what both hosts speak to their upstreams
@@ -424,6 +475,20 @@ func (l *loader) inherited(d *Directive, sc *scope, ctx string) (bool, error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// upgradeHeader reports whether proxy_set_header name value is nginx's
+// WebSocket recipe: Upgrade $http_upgrade, and Connection "upgrade" or a
+// variable (a map of $http_upgrade, as nginx's documentation writes it).
+func upgradeHeader(name, value string) bool {
+	switch {
+	case strings.EqualFold(name, "Upgrade"):
+		return value == "$http_upgrade" || value == "${http_upgrade}"
+	case strings.EqualFold(name, "Connection"):
+		v := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(value, "$"), "{"), "}")
+		return strings.EqualFold(value, "upgrade") || strings.HasPrefix(value, "$") && validName(v)
+	}
+	return false
 }
 
 // child returns the scope a nested block starts from.
@@ -489,7 +554,7 @@ func (l *loader) upstream(d *Directive) error {
 		case "keepalive":
 			u.Keepalive, err = intArg(s, 1)
 		case "keepalive_timeout":
-			u.KeepaliveTimeout, err = durationArg(s)
+			u.KeepaliveTimeout, err = l.durationArg(s)
 		case "zone":
 			l.warn(s, "not needed: lbpack keeps one state per policy, shared by every request")
 		default:
@@ -562,15 +627,17 @@ func (l *loader) peer(u *Upstream, d *Directive) error {
 		var err error
 		switch {
 		case name == "weight" && hasVal:
-			p.Weight, err = paramInt(d, name, val, 1)
+			if p.Weight, err = paramInt(d, name, val, 1); err == nil && p.Weight > core.MaxWeight {
+				err = errorf(d.Pos, "server %s: weight=%s: lbpack takes weights up to %d (nginx has no bound): scale this upstream's weights down", d.Args[0], val, core.MaxWeight)
+			}
 		case name == "max_fails" && hasVal:
 			p.MaxFails, err = paramInt(d, name, val, 0)
 		case name == "max_conns" && hasVal:
 			p.MaxConns, err = paramInt(d, name, val, 0)
 		case name == "fail_timeout" && hasVal:
-			p.FailTimeout, err = paramDuration(d, name, val)
+			p.FailTimeout, err = l.paramDuration(d, name, val, true)
 		case name == "slow_start" && hasVal:
-			p.SlowStart, err = paramDuration(d, name, val)
+			p.SlowStart, err = l.paramDuration(d, name, val, true)
 		case a == "down":
 			p.Down = true
 		case a == "backup":
@@ -587,6 +654,15 @@ func (l *loader) peer(u *Upstream, d *Directive) error {
 		if err != nil {
 			return err
 		}
+	}
+	if p.FailTimeout == 0 {
+		// nginx counts failures and keeps a failed server out for the rest
+		// of the second its clock is in; lbpack's fail_timeout is
+		// positive, and a second is nginx's granularity.
+		if p.MaxFails > 0 {
+			l.warn(d, "fail_timeout=0: nginx keeps a failed server out until its clock's next second; lbpack takes a positive time: written as 1s")
+		}
+		p.FailTimeout = time.Second
 	}
 	for _, o := range u.Servers {
 		if o.Addr == p.Addr {
@@ -628,6 +704,7 @@ func (l *loader) server(d *Directive, parent *scope) error {
 	sc := parent.child()
 	s := &Site{Pos: d.Pos}
 	var locs []*Directive
+	var unix *Directive // a listen on a unix socket, which no host takes
 	for _, c := range d.Block {
 		ok, err := l.inherited(c, sc, "server")
 		if err != nil {
@@ -644,6 +721,8 @@ func (l *loader) server(d *Directive, parent *scope) error {
 			}
 			if ln != nil {
 				s.Listens = append(s.Listens, *ln)
+			} else if unix == nil {
+				unix = c
 			}
 		case "server_name":
 			for _, n := range c.Args {
@@ -668,6 +747,11 @@ func (l *loader) server(d *Directive, parent *scope) error {
 		default:
 			l.warn(c, "not converted")
 		}
+	}
+	if len(s.Listens) == 0 && unix != nil {
+		// nginx's default (port 80 on every interface) would open to the
+		// network what nginx served on a local socket only.
+		return errorf(unix.Pos, "listen %s: this server listens on unix sockets only, which Caddy and Traefik do not take; converted, it would listen on port 80 of every interface: remove the server block, or give it a listen on a loopback address (listen 127.0.0.1:PORT)", unix.Args[0])
 	}
 	if len(s.Listens) == 0 {
 		s.Listens = []Listen{{Port: "80", Pos: d.Pos}}
@@ -813,7 +897,10 @@ func (l *loader) proxyPass(d *Directive, sc *scope) (*Proxy, string, error) {
 	}
 	hostport, uri, hasURI := strings.Cut(rest, "/")
 	p := &Proxy{Pos: d.Pos, Scheme: scheme, Host: hostport, Retry: sc.retry, ConnectTimeout: sc.connect,
-		ReadTimeout: sc.read, SendTimeout: sc.send, SetHeaders: sc.setHeaders}
+		ReadTimeout: sc.read, SendTimeout: sc.send, SetHeaders: sc.setHeaders, TLS: sc.tls}
+	if err := checkTLS(p); err != nil {
+		return nil, "", err
+	}
 	if hasURI {
 		p.URI = "/" + uri
 	}
@@ -832,6 +919,23 @@ func (l *loader) proxyPass(d *Directive, sc *scope) (*Proxy, string, error) {
 	}
 	p.Addr = addr
 	return p, "", nil
+}
+
+// checkTLS refuses the proxy_ssl_ settings nginx refuses for an https
+// proxy_pass, and what the hosts cannot read (variables in file names).
+func checkTLS(p *Proxy) error {
+	t := p.TLS
+	switch {
+	case p.Scheme != "https":
+		return nil
+	case t.Verify && t.Trusted == "":
+		return errorf(p.Pos, "proxy_ssl_verify on: no proxy_ssl_trusted_certificate (nginx refuses it too)")
+	case t.Cert != "" && t.Key == "":
+		return errorf(t.CertPos, "proxy_ssl_certificate %s: no proxy_ssl_certificate_key (nginx refuses it too)", t.Cert)
+	case strings.Contains(t.Cert+t.Key+t.Trusted, "$"):
+		return errorf(p.Pos, "proxy_ssl_ certificate files with variables are not converted (%s %s %s)", t.Trusted, t.Cert, t.Key)
+	}
+	return nil
 }
 
 func parseReturn(d *Directive) (*Return, error) {
@@ -886,46 +990,116 @@ func paramInt(d *Directive, name, v string, min int) (int, error) {
 	return n, nil
 }
 
-func durationArg(d *Directive) (time.Duration, error) {
+// durationArg reads a directive's one time argument, in nginx's
+// milliseconds syntax (proxy_connect_timeout 500ms).
+func (l *loader) durationArg(d *Directive) (time.Duration, error) {
 	if len(d.Args) != 1 {
 		return 0, errorf(d.Pos, "%s: want one time", d.Name)
 	}
-	return paramDuration(d, d.Name, d.Args[0])
+	return l.paramDuration(d, d.Name, d.Args[0], false)
 }
 
-// paramDuration reads an nginx time: a number with an optional unit (ms,
-// s, m, h, d, w, M, y; seconds without one), or several ("1m30s").
-func paramDuration(d *Directive, name, v string) (time.Duration, error) {
-	units := map[string]time.Duration{
-		"ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour,
-		"d": 24 * time.Hour, "w": 7 * 24 * time.Hour, "M": 30 * 24 * time.Hour, "y": 365 * 24 * time.Hour,
+// maxDuration is the longest time lbpack holds (about 292 years, Go's
+// time.Duration); nginx takes longer ones.
+const maxDuration = 2562047 * time.Hour
+
+// paramDuration reads an nginx time as nginx does (see nginxTime): in whole
+// seconds for a server's parameters (isSec: fail_timeout=10s, not 500ms),
+// else in milliseconds. A time longer than lbpack holds is written as
+// maxDuration, with a warning.
+func (l *loader) paramDuration(d *Directive, name, v string, isSec bool) (time.Duration, error) {
+	n, ok := nginxTime(v, isSec)
+	if !ok {
+		if isSec {
+			return 0, errorf(d.Pos, "%s=%s: want a time in seconds such as 10s or 1m30s", name, v)
+		}
+		return 0, errorf(d.Pos, "%s=%s: want a time such as 10s or 500ms", name, v)
 	}
-	var total time.Duration
-	rest := v
-	for rest != "" {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+	unit := time.Millisecond
+	if isSec {
+		unit = time.Second
+	}
+	if n > int64(maxDuration/unit) {
+		l.warn(d, "%s=%s: longer than lbpack holds: written as %s (about 292 years)", name, v, caddyDuration(maxDuration))
+		return maxDuration, nil
+	}
+	return time.Duration(n) * unit, nil
+}
+
+// nginxTime reads an nginx time as nginx's ngx_parse_time does: numbers
+// with the units y, M, w, d, h, m, s (and ms unless isSec) in that order,
+// spaces between them, a number without a unit (seconds) last, every part
+// and the sum within 63 bits; times in milliseconds take no y or M. It
+// returns the time in seconds (isSec) or milliseconds.
+func nginxTime(v string, isSec bool) (int64, bool) {
+	const maxInt = int64(^uint64(0) >> 1)
+	units := []struct {
+		name  string
+		scale int64 // seconds
+	}{{"y", 365 * 86400}, {"M", 30 * 86400}, {"w", 7 * 86400}, {"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}, {"ms", 0}, {" ", 1}}
+	step := 0 // the index of the next unit allowed
+	if !isSec {
+		step = 2
+	}
+	var total, value int64
+	valid := false
+	for i := 0; i < len(v); {
+		if c := v[i]; c >= '0' && c <= '9' {
+			if value > (maxInt-int64(c-'0'))/10 {
+				return 0, false
+			}
+			value = value*10 + int64(c-'0')
+			valid = true
+			i++
+			continue
+		}
+		u := -1
+		for k := step; k < len(units); k++ {
+			if strings.HasPrefix(v[i:], units[k].name) && (units[k].name != "m" || !strings.HasPrefix(v[i:], "ms")) {
+				u = k
+				break
+			}
+		}
+		switch {
+		case u < 0 || units[u].name == "ms" && isSec:
+			return 0, false
+		case units[u].name == " " && step > 6:
+			return 0, false // a bare number after seconds
+		case units[u].name == " ":
+			step = len(units) // a bare number ends the time
+		default:
+			step = u + 1
+		}
+		i += len(units[u].name)
+		scale := units[u].scale
+		if !isSec {
+			scale *= 1000
+		}
+		if units[u].name == "ms" {
+			scale = 1
+		}
+		if value > maxInt/scale || total > maxInt-value*scale {
+			return 0, false
+		}
+		total += value * scale
+		value = 0
+		for i < len(v) && v[i] == ' ' {
 			i++
 		}
-		j := i
-		for j < len(rest) && (rest[j] < '0' || rest[j] > '9') {
-			j++
-		}
-		n, err := strconv.Atoi(rest[:i])
-		unit, ok := units[rest[i:j]]
-		if rest[i:j] == "" {
-			unit, ok = time.Second, true
-		}
-		if err != nil || !ok {
-			return 0, errorf(d.Pos, "%s=%s: want a time such as 10s or 500ms", name, v)
-		}
-		total += time.Duration(n) * unit
-		rest = rest[j:]
 	}
-	if v == "" {
-		return 0, errorf(d.Pos, "%s: empty time", name)
+	if !valid {
+		return 0, false
 	}
-	return total, nil
+	if !isSec {
+		if value > maxInt/1000 {
+			return 0, false
+		}
+		value *= 1000
+	}
+	if total > maxInt-value {
+		return 0, false
+	}
+	return total + value, true
 }
 
 // prefix parses an address or a CIDR range.

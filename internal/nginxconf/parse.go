@@ -156,10 +156,10 @@ func (p *parser) block(inner bool) ([]*Directive, error) {
 		case t.kind != tokWord:
 			return nil, errorf(t.pos, "unexpected %q", t.text)
 		}
+		// A quoted first token is no error: nginx strips quotes before it
+		// looks a name up, and the entries of map, types, geo and
+		// split_clients blocks are values ('' close;), not directives.
 		d := &Directive{Name: t.text, Pos: t.pos}
-		if t.quoted {
-			return nil, errorf(t.pos, "directive name %q must not be quoted", t.text)
-		}
 	args:
 		for {
 			a, err := p.lex.next()
@@ -236,10 +236,9 @@ const (
 )
 
 type token struct {
-	kind   int
-	text   string
-	quoted bool
-	pos    Pos
+	kind int
+	text string
+	pos  Pos
 }
 
 // lexer splits nginx configuration text into tokens as nginx's
@@ -355,7 +354,7 @@ func (l *lexer) quoted(q byte, start Pos) (token, error) {
 					return token{}, errorf(l.pos(), "unexpected %q after the quoted string %q", string(n), b.String())
 				}
 			}
-			return token{kind: tokWord, text: b.String(), quoted: true, pos: start}, nil
+			return token{kind: tokWord, text: b.String(), pos: start}, nil
 		case c == '\\' && l.i+1 < len(l.src):
 			if l.src[l.i+1] == '\n' {
 				l.line++

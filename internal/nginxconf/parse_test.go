@@ -46,6 +46,33 @@ func TestParse(t *testing.T) {
 			want:  "nginx.conf:1 return [\"200\" \"a\\nb\"]\nnginx.conf:3 listen [\"80\"]\n",
 		},
 		{
+			// nginx hands a map's, types', geo's and split_clients' entries
+			// to the block's own handler: the first token is a value there,
+			// and may be quoted (nginx's own WebSocket example maps '').
+			name: "quoted first tokens: entries of map, types, geo, split_clients",
+			files: map[string]string{"nginx.conf": "http {\n map $http_upgrade $connection_upgrade {\n  default upgrade;\n  '' close;\n }\n" +
+				" types { \"text/html\" html; }\n geo $a { \"10.0.0.0/8\" 1; }\n split_clients $r $v { \"50%\" a; * b; }\n \"server\" { }\n}\n"},
+			want: `nginx.conf:1 http [] {
+  nginx.conf:2 map ["$http_upgrade" "$connection_upgrade"] {
+    nginx.conf:3 default ["upgrade"]
+    nginx.conf:4  ["close"]
+  }
+  nginx.conf:6 types [] {
+    nginx.conf:6 text/html ["html"]
+  }
+  nginx.conf:7 geo ["$a"] {
+    nginx.conf:7 10.0.0.0/8 ["1"]
+  }
+  nginx.conf:8 split_clients ["$r" "$v"] {
+    nginx.conf:8 50% ["a"]
+    nginx.conf:8 * ["b"]
+  }
+  nginx.conf:9 server [] {
+  }
+}
+`,
+		},
+		{
 			name: "includes relative to the main file's directory, globs in name order",
 			files: map[string]string{
 				"nginx.conf":        "http {\n include conf.d/*.conf;\n include sub/one.conf;\n}\n",
@@ -115,5 +142,27 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%q: error %v, want %s", c.files["nginx.conf"], err, c.want)
 		}
+	}
+}
+
+// TestLoadQuotedEntries: nginx's WebSocket proxying example converts; its
+// map, which no host carries over, is warned of, not refused.
+func TestLoadQuotedEntries(t *testing.T) {
+	conf := "http {\n map $http_upgrade $connection_upgrade {\n  default upgrade;\n  '' close;\n }\n" +
+		" upstream u { server 10.0.0.1:80; }\n server { listen 8080; location / { proxy_pass http://u;\n" +
+		"  proxy_set_header Upgrade $http_upgrade;\n  proxy_set_header Connection $connection_upgrade; } }\n}\n"
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, ws := cfg.Caddyfile()
+	want := "nginx.conf:2: map: not converted\n" +
+		"nginx.conf:8: proxy_set_header: Upgrade: not needed: Caddy and Traefik pass a WebSocket upgrade's Upgrade and Connection headers on themselves\n" +
+		"nginx.conf:9: proxy_set_header: Connection: not needed: Caddy and Traefik pass a WebSocket upgrade's Upgrade and Connection headers on themselves\n"
+	if got := warningsText(ws); got != want {
+		t.Errorf("warnings:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Contains(string(out), "header_up Upgrade") || strings.Contains(string(out), "header_up Connection") {
+		t.Errorf("the upgrade headers are written:\n%s", out)
 	}
 }

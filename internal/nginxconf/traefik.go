@@ -234,6 +234,9 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 	if p.SendTimeout > 0 {
 		t.warn(p.Pos, "proxy_send_timeout", "not converted: the plugin has no send timeout")
 	}
+	if p.Scheme == "https" {
+		t.tls(p)
+	}
 	if u.Keepalive > 0 || u.KeepaliveTimeout > 0 {
 		t.warn(u.Pos, "keepalive", "not converted: the plugin's transport keeps idle connections to its servers itself")
 	}
@@ -255,6 +258,29 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 		if ri.Header == "" {
 			t.warn(ri.Pos, "real_ip_header", "not written (nginx reads X-Real-IP): the plugin reads X-Forwarded-For only")
 		}
+	}
+}
+
+// tls warns of what an https proxy_pass loses: the plugin has no TLS
+// settings (no insecureSkipVerify, rootCAs, serverName or client
+// certificate); it checks every server's certificate against the system's
+// roots and its URL's host, and presents none.
+func (t *traefikWriter) tls(p *Proxy) {
+	c := p.TLS
+	if !c.Verify {
+		t.warn(p.Pos, "proxy_pass", "%s://%s: nginx does not check the upstream's certificate (proxy_ssl_verify off, its default); the plugin checks it against the system's trusted roots and has no setting to skip it: a server with a self-signed or private CA's certificate fails (502) unless that CA is in the system's trust store and the certificate names the host of the server's URL", p.Scheme, p.Host)
+	} else {
+		t.warn(c.TrustedPos, "proxy_ssl_trusted_certificate", "%s: not converted: the plugin trusts the system's roots only; add this CA to the system's trust store", c.Trusted)
+	}
+	if c.Verify || c.SNI {
+		name, pos := c.Name.Text, c.NamePos
+		if name == "" {
+			name, pos = sslName(p.Host), p.Pos
+		}
+		t.warn(pos, "proxy_ssl_name", "%s: not converted: the plugin sends and checks the host of each server's URL as the TLS server name", name)
+	}
+	if c.Cert != "" {
+		t.warn(c.CertPos, "proxy_ssl_certificate", "%s: not converted: the plugin presents no client certificate", c.Cert)
 	}
 }
 
