@@ -57,7 +57,7 @@ func TestReachPicks(t *testing.T) {
 		}
 		reached := make([]bool, len(bs))
 		for i := 0; i < c.n; i++ {
-			p, err := b.Pick(c.keys(i))
+			p, err := b.choose(c.keys(i))
 			if err != nil {
 				t.Fatal(err)
 			}
