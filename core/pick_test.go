@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,8 +28,11 @@ func TestTakeMatchesPick(t *testing.T) {
 		{"fair ten", Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 4, 5, 1, 2, 3, 4, 5)}, "", true},
 		{"smooth_wrr", Config{Strategy: SmoothWRR, Backends: hcBackends(5, 3, 2)}, "", false},
 		{"weighted_random", Config{Strategy: WeightedRandom, Backends: hcBackends(5, 3, 2)}, "", false},
-		{"url_hash bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1, 1)}, "/a/b", true},
-		{"ip_hash", Config{Strategy: IPHash, Backends: hcBackends(1, 2, 1)}, "192.0.2.7", false},
+		{"url_hash bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1, 1)}, "/a/%d", true},
+		{"url_hash ketama", Config{Strategy: URLHash, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
+		{"url_hash modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
+		{"url_hash maglev", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
+		{"ip_hash", Config{Strategy: IPHash, Backends: hcBackends(1, 2, 1)}, "192.0.%d.7", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -59,8 +64,12 @@ func TestTakeMatchesPick(t *testing.T) {
 				}
 			}
 			for k := 0; k < 600; k++ {
-				want, tp := Pick(picked, c.key, Filter{})
-				i, n, tt := Take(took, c.key)
+				key := c.key
+				if strings.Contains(key, "%d") {
+					key = fmt.Sprintf(key, k*7%256)
+				}
+				want, tp := Pick(picked, key, Filter{})
+				i, n, tt := Take(took, key)
 				if want < 0 {
 					if i != -1 || n != nil || tt != 0 || tp != 0 {
 						t.Fatalf("request %d: no backend for Pick, Take = %d, %v, %d", k, i, n, tt)
