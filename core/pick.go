@@ -68,7 +68,13 @@ const (
 func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 	var i int
 	if f.Allow == nil {
-		i = pickKey(b, key)
+		if i = pickTable(b, key); i != noAnswer {
+			if !b.counted {
+				return i, 0 // steady: no backend has failures to clear
+			}
+			return i, begin(b, i)
+		}
+		i = pickFrom(b, request{key: key, b: b})
 	} else {
 		i = pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version, versioned: f.Version != 0})
 	}
