@@ -111,6 +111,21 @@ type Config struct {
 	// match the IPv4 addresses they map.
 	TrustedIPs []string
 
+	// Mode is how the middleware balances: "proxy" (the default) proxies
+	// each request to one of Servers by itself, and the router's service is
+	// noop@internal; "steer" picks one of Servers and steers the router's
+	// own service, a Traefik loadBalancer with a sticky cookie named
+	// Cookie over the same servers, to it (see steer.go).
+	Mode string
+
+	// Cookie is the name of the service's sticky cookie, in steer mode.
+	Cookie string
+
+	// CookieFormat is how the service's Traefik writes a server's sticky
+	// cookie value, in steer mode: "sha256" (the default: Traefik v3.3.4
+	// and later) or "fnv" (Traefik v3.0.0 to v3.3.3).
+	CookieFormat string
+
 	// Unknown collects the keys that match no setting above (Traefik's
 	// decoder would drop them without a word); New refuses each, naming
 	// the nearest known key. It is not a setting.
@@ -194,6 +209,13 @@ type settings struct {
 	// failStatus[code] is true for an answer's status that counts as the
 	// server's failure; nil when none does.
 	failStatus []bool
+	// Steer mode (see steer.go): the service's sticky cookie's name, and
+	// its value for each server, in the configured format.
+	steer        bool
+	cookie       string
+	format       string   // cookieFormat
+	rawURLs      []string // the servers' URLs as written: Traefik names its servers so
+	cookieValues []string
 }
 
 // parse validates c; errors name the field and the value.
@@ -205,6 +227,9 @@ func parse(c *Config) (*settings, error) {
 		return nil, err
 	}
 	s := &settings{passHost: c.PassHostHeader, maxRetryBody: int64(c.MaxRetryBody)}
+	if err := s.parseMode(c); err != nil {
+		return nil, err
+	}
 	if len(c.Servers) == 0 {
 		return nil, errors.New("servers: empty list")
 	}
@@ -241,7 +266,7 @@ func parse(c *Config) (*settings, error) {
 	seen := make(map[string]int, len(c.Servers))
 	backends := make([]core.Backend, 0, len(c.Servers))
 	for i, sv := range c.Servers {
-		u, addr, err := serverURL(sv.URL)
+		u, addr, err := serverURL(sv.URL, s.steer)
 		if err != nil {
 			return nil, fmt.Errorf("servers[%d].url %q: %v", i, sv.URL, err)
 		}
@@ -260,6 +285,10 @@ func parse(c *Config) (*settings, error) {
 			return nil, fmt.Errorf("servers[%d].maxConns %d: must not be negative", i, sv.MaxConns)
 		}
 		s.targets = append(s.targets, u)
+		if s.steer {
+			s.rawURLs = append(s.rawURLs, sv.URL)
+			s.cookieValues = append(s.cookieValues, cookieValue(s.format, sv.URL))
+		}
 		backends = append(backends, core.Backend{
 			Address:     addr,
 			Weight:      w,
@@ -293,7 +322,7 @@ func parse(c *Config) (*settings, error) {
 		}
 		s.trusted = append(s.trusted, p)
 	}
-	if s.failStatus, err = parseFailStatus(c.FailStatus, strategy, c.MaxFails); err != nil {
+	if s.failStatus, err = parseFailStatus(c.FailStatus, strategy, c.MaxFails, s.steer); err != nil {
 		return nil, err
 	}
 	s.balancer = core.Config{
@@ -310,10 +339,15 @@ func parse(c *Config) (*settings, error) {
 
 // parseFailStatus reads failStatus into a table by status code (the
 // statuses a response can carry, 0 to 999), nil when no status fails: fair's
-// default is 5xx, the other strategies' none.
-func parseFailStatus(list []string, strategy string, maxFails int) ([]bool, error) {
+// default is 5xx, the other strategies' none in proxy mode and, in steer
+// mode with maxFails, 502 and 504: Traefik's answers for a connection
+// error and a timeout, which the proxy mode sees as transport errors.
+func parseFailStatus(list []string, strategy string, maxFails int, steer bool) ([]bool, error) {
 	if len(list) == 0 && strategy == core.Fair {
 		list = []string{"5xx"}
+	}
+	if len(list) == 0 && steer && maxFails > 0 {
+		list = []string{"502", "504"}
 	}
 	if len(list) == 0 {
 		return nil, nil
@@ -397,14 +431,21 @@ func (s *settings) parseHealth(h HealthCheck) error {
 }
 
 // serverURL checks a server URL and returns it with the balancer address
-// ("host:port", the scheme's port when none is given).
-func serverURL(raw string) (*url.URL, string, error) {
+// ("host:port", the scheme's port when none is given). In steer mode
+// Traefik connects to the server, so h2c, which it speaks and the proxy
+// mode does not, is allowed.
+func serverURL(raw string, steer bool) (*url.URL, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, "", errors.New("not a URL")
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, "", errors.New("scheme must be http or https")
+	switch {
+	case u.Scheme == "http" || u.Scheme == "https":
+	case u.Scheme == "h2c" && steer:
+	case steer:
+		return nil, "", errors.New("scheme must be http, https or h2c")
+	default:
+		return nil, "", errors.New("scheme must be http or https (h2c only in steer mode, where Traefik connects)")
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, "", errors.New("no host")

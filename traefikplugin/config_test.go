@@ -151,6 +151,20 @@ func TestNewErrors(t *testing.T) {
 		{func(c *Config) { c.TwoChoices = true }, `twoChoices: only least_conn has it, not "smooth_wrr"`},
 		{func(c *Config) { c.DecayTime = "5s" }, `decayTime 5s: only fair has a decay time`},
 		{func(c *Config) { c.Strategy, c.Servers[1].Backup = core.IPHash, true }, `servers[1].backup: strategy "ip_hash" does not accept backup servers`},
+		{func(c *Config) { c.Mode = "steering" }, `mode "steering": want proxy or steer`},
+		{func(c *Config) { c.Cookie = "lb" }, `cookie "lb": only in steer mode (mode: steer)`},
+		{func(c *Config) { c.CookieFormat = "fnv" }, `cookieFormat "fnv": only in steer mode`},
+		{func(c *Config) { c.Mode = "steer" }, "cookie: steer mode needs the name of the service's sticky cookie"},
+		{func(c *Config) { c.Mode, c.Cookie = "steer", "l b" }, `cookie "l b": not a valid cookie name`},
+		{func(c *Config) { c.Mode, c.Cookie, c.CookieFormat = "steer", "lb", "md5" }, `cookieFormat "md5": want sha256 (Traefik v3.3.4 and later) or fnv (Traefik v3.0.0 to v3.3.3)`},
+		{func(c *Config) { c.Mode, c.Cookie, c.Retries = "steer", "lb", 1 }, "retries: proxy mode only; in steer mode Traefik proxies, so set it in Traefik's retry middleware in front of this one"},
+		{func(c *Config) { c.Mode, c.Cookie, c.HealthCheck.Path = "steer", "lb", "/health" }, "healthCheck: proxy mode only; in steer mode Traefik proxies, so set it in the service's healthCheck"},
+		{func(c *Config) { c.Mode, c.Cookie, c.PassHostHeader = "steer", "lb", false }, "passHostHeader: proxy mode only"},
+		{func(c *Config) { c.Mode, c.Cookie, c.ConnectTimeout = "steer", "lb", "1s" }, "connectTimeout: proxy mode only"},
+		{func(c *Config) { c.Mode, c.Cookie, c.ResponseTimeout = "steer", "lb", "1s" }, "responseTimeout: proxy mode only"},
+		{func(c *Config) { c.Mode, c.Cookie, c.MaxRetryBody = "steer", "lb", 10 }, "maxRetryBody: proxy mode only"},
+		{func(c *Config) { c.Servers[0].URL = "h2c://10.0.0.1:80" }, `servers[0].url "h2c://10.0.0.1:80": scheme must be http or https (h2c only in steer mode, where Traefik connects)`},
+		{func(c *Config) { c.Mode, c.Cookie, c.Servers[0].URL = "steer", "lb", "ftp://10.0.0.1:80" }, `servers[0].url "ftp://10.0.0.1:80": scheme must be http, https or h2c`},
 	} {
 		cfg := withServers(CreateConfig(), "http://10.0.0.1", "http://10.0.0.2")
 		c.edit(cfg)

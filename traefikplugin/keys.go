@@ -13,7 +13,7 @@ import (
 var (
 	configKeys = []string{"strategy", "servers", "hashKey", "hashMode", "loadFactor", "stagger",
 		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
-		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "trustedIPs"}
+		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "trustedIPs", "mode", "cookie", "cookieFormat"}
 	serverKeys = []string{"url", "weight", "backup", "down", "maxConns"}
 	healthKeys = []string{"path", "interval", "timeout"}
 )

@@ -1,8 +1,11 @@
 // Package traefikplugin is lbpack as a Traefik v3 middleware plugin. A
-// Traefik middleware cannot replace Traefik's own load balancer, so the
-// plugin proxies by itself: it picks one of its own servers with an lbpack
+// Traefik middleware cannot replace Traefik's own load balancer; the
+// plugin works beside it in one of two modes. In proxy mode (this file) it
+// proxies by itself: it picks one of its own servers with an lbpack
 // strategy and forwards the request there; the router's service is
-// noop@internal and next is never called.
+// noop@internal and next is never called. In steer mode (steer.go) it picks
+// a server and steers the router's own service, a Traefik loadBalancer with
+// a sticky cookie, to it, and Traefik proxies.
 //
 // Traefik interprets the package with yaegi, so it uses the standard library
 // only and keeps the per-request path short: one O(1) pick and a few calls.
@@ -134,6 +137,10 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		timed:    s.balancer.Strategy == core.Fair,
 		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
+	}
+	if s.steer {
+		go p.closeOnDone(ctx)
+		return newSteerer(p, next), nil
 	}
 	for i, t := range s.targets {
 		p.proxies = append(p.proxies, p.newProxy(i, t))

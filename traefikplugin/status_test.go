@@ -30,7 +30,7 @@ func TestParseFailStatus(t *testing.T) {
 		{core.SmoothWRR, nil, 1, nil, []int{500, 503}},
 		{core.LeastConn, nil, 1, nil, []int{500}},
 	} {
-		table, err := parseFailStatus(c.list, c.strategy, c.maxFails)
+		table, err := parseFailStatus(c.list, c.strategy, c.maxFails, false)
 		if err != nil {
 			t.Errorf("%s %q: %v", c.strategy, c.list, err)
 			continue
