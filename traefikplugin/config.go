@@ -1,6 +1,7 @@
 package traefikplugin
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -99,6 +100,17 @@ type Config struct {
 	// otherwise the backend's host is sent.
 	PassHostHeader bool
 
+	// TLS configures the connections to https servers, as a Traefik
+	// serversTransport does.
+	TLS TLS
+
+	// FlushInterval is how often a response being copied to the client is
+	// flushed, as a duration (default "100ms", as Traefik's
+	// responseForwarding.flushInterval); negative flushes after every
+	// write. A response of unknown length is flushed after every write
+	// whatever it says.
+	FlushInterval string
+
 	// TrustedIPs are addresses or CIDR ranges of proxies in front of
 	// Traefik. Only when the connection comes from one of them is the client
 	// IP taken from X-Forwarded-For (the rightmost untrusted address; a hop
@@ -151,6 +163,26 @@ type Server struct {
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
+// TLS configures the connections to https servers. A certificate or key
+// is a PEM file's path or the PEM text itself.
+type TLS struct {
+	// ServerName is the name the servers' certificates are checked against
+	// and sent in SNI, instead of each server's host.
+	ServerName string
+	// InsecureSkipVerify accepts any server certificate.
+	InsecureSkipVerify bool
+	// RootCAs are the certificate authorities that sign the servers'
+	// certificates, instead of the system's.
+	RootCAs []string
+	// CertFile is the client certificate the plugin presents to servers
+	// that ask for one (mTLS).
+	CertFile string
+	// KeyFile is CertFile's private key.
+	KeyFile string
+	// Unknown collects the keys that match no setting (see Config.Unknown).
+	Unknown map[string]interface{} `mapstructure:",remain"`
+}
+
 // HealthCheck configures active health checks: every Interval, a GET of
 // Path on each server; a status from 200 to 399 within Timeout is healthy.
 type HealthCheck struct {
@@ -177,6 +209,7 @@ func CreateConfig() *Config {
 		ResponseTimeout: "60s",
 		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s"},
 		PassHostHeader:  true,
+		FlushInterval:   "100ms",
 	}
 }
 
@@ -205,6 +238,8 @@ type settings struct {
 	healthInterval  time.Duration
 	healthTimeout   time.Duration
 	passHost        bool
+	tls             *tls.Config // nil: the standard library's defaults
+	flushInterval   time.Duration
 	trusted         []netip.Prefix
 	// failStatus[code] is true for an answer's status that counts as the
 	// server's failure; nil when none does.
@@ -261,6 +296,12 @@ func parse(c *Config) (*settings, error) {
 	}
 	if err := s.parseHealth(c.HealthCheck); err != nil {
 		return nil, err
+	}
+	if s.tls, err = parseTLS(c.TLS); err != nil {
+		return nil, err
+	}
+	if s.flushInterval, err = time.ParseDuration(c.FlushInterval); err != nil {
+		return nil, fmt.Errorf("flushInterval %q: want a duration such as \"100ms\" (negative: after every write)", c.FlushInterval)
 	}
 
 	seen := make(map[string]int, len(c.Servers))

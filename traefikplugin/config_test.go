@@ -151,6 +151,8 @@ func TestNewErrors(t *testing.T) {
 		{func(c *Config) { c.TwoChoices = true }, `twoChoices: only least_conn has it, not "smooth_wrr"`},
 		{func(c *Config) { c.DecayTime = "5s" }, `decayTime 5s: only fair has a decay time`},
 		{func(c *Config) { c.Strategy, c.Servers[1].Backup = core.IPHash, true }, `servers[1].backup: strategy "ip_hash" does not accept backup servers`},
+		{func(c *Config) { c.FlushInterval = "soon" }, `flushInterval "soon": want a duration such as "100ms" (negative: after every write)`},
+		{func(c *Config) { c.Mode, c.Cookie, c.FlushInterval = "steer", "lb", "1s" }, "flushInterval: proxy mode only; in steer mode Traefik proxies, so set it in the service's responseForwarding.flushInterval"},
 		{func(c *Config) { c.Mode = "steering" }, `mode "steering": want proxy or steer`},
 		{func(c *Config) { c.Cookie = "lb" }, `cookie "lb": only in steer mode (mode: steer)`},
 		{func(c *Config) { c.CookieFormat = "fnv" }, `cookieFormat "fnv": only in steer mode`},

@@ -80,10 +80,17 @@ func probe(ctx context.Context, client *http.Client, target string) (bool, strin
 	return resp.StatusCode >= 200 && resp.StatusCode < 400, fmt.Sprintf("status %d", resp.StatusCode)
 }
 
-// probeError says briefly why a check got no answer.
+// probeError says briefly why a check or a request got no answer: the
+// kind of network error, or the TLS error (an x509 error says what is wrong
+// with the server's certificate, which is what its user has to fix).
 func probeError(err error) string {
 	var ne net.Error
+	msg := err.Error()
 	switch {
+	case strings.Contains(msg, "x509: "):
+		return msg[strings.Index(msg, "x509: "):]
+	case strings.Contains(msg, "tls: "):
+		return msg[strings.Index(msg, "tls: "):]
 	case errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	case strings.Contains(err.Error(), "connection refused"):
@@ -134,4 +141,43 @@ func (p *Plugin) setHealth(i int, healthy bool, why string) {
 		state = "up"
 	}
 	events.Printf("lbpack middleware %q: server %s is %s (%s)", p.name, p.s.targets[i].Redacted(), state, why)
+	if healthy {
+		rearmFailures(sh, i)
+	}
+}
+
+// logFailure logs, at ERROR, a request to server i that got no answer
+// because of err: once per server and cause (see probeError), again after
+// the health check has found the server up. A request the client gave up
+// on says nothing about the server.
+func logFailure(p *Plugin, i int, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	why := probeError(err)
+	if _, seen := p.sh.logged.LoadOrStore(failureKey{i, why}, true); seen {
+		return
+	}
+	events.Printf("lbpack middleware %q: server %s: no answer: %v", p.name, p.s.targets[i].Redacted(), err)
+}
+
+// failureKey is a logged failure: a server's and its cause.
+type failureKey struct {
+	server int
+	why    string
+}
+
+// rearmFailures forgets the failures logged for server i.
+func rearmFailures(sh *shared, i int) {
+	sh.logged.Range(rearm(sh, i))
+}
+
+// rearm returns the Range function that drops server i's keys.
+func rearm(sh *shared, i int) func(k, v interface{}) bool {
+	return func(k, v interface{}) bool {
+		if k.(failureKey).server == i {
+			sh.logged.Delete(k)
+		}
+		return true
+	}
 }

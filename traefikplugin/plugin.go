@@ -174,6 +174,7 @@ func newTransport(s *settings) *http.Transport {
 		IdleConnTimeout:       60 * time.Second,
 		TLSHandshakeTimeout:   s.connectTimeout,
 		ResponseHeaderTimeout: s.responseTimeout,
+		TLSClientConfig:       s.tls,
 		ExpectContinueTimeout: time.Second,
 	}
 }
@@ -199,6 +200,7 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = p.tr
 	rp.BufferPool = p.buffers
+	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
 	if p.s.failStatus != nil {
 		rp.ModifyResponse = statusCheck(p)
@@ -245,6 +247,7 @@ func (bp *bufferPool) Put(b []byte) {
 // the context would cost every request; this costs it one atomic load.
 func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
+		logFailure(p, i, r, err)
 		if k := writerKey(w); k != nil {
 			p.errs.Store(k, err)
 			p.pending.Add(1)

@@ -95,6 +95,8 @@ func (s *settings) parseMode(c *Config) error {
 		{"responseTimeout", "the service's serversTransport (forwardingTimeouts.responseHeaderTimeout)", c.ResponseTimeout != d.ResponseTimeout},
 		{"healthCheck", "the service's healthCheck", c.HealthCheck.Path != ""},
 		{"passHostHeader", "the service's passHostHeader", c.PassHostHeader != d.PassHostHeader},
+		{"tls", "the service's serversTransport", c.TLS.ServerName != "" || c.TLS.InsecureSkipVerify || len(c.TLS.RootCAs) > 0 || c.TLS.CertFile != "" || c.TLS.KeyFile != ""},
+		{"flushInterval", "the service's responseForwarding.flushInterval", c.FlushInterval != d.FlushInterval},
 	} {
 		if o.set {
 			return fmt.Errorf("%s: proxy mode only; in steer mode Traefik proxies, so set it in %s", o.key, o.where)
