@@ -79,11 +79,12 @@ type Config struct {
 	// disables retries.
 	Retries int
 
-	// MaxRetryBody is the largest request body, in bytes, kept in memory so
-	// that the request can be retried (default 1 MiB). A request with a
-	// larger body, or with a body of unknown length (chunked, or HTTP/2
-	// without Content-Length: streamed to the server as it arrives), goes
-	// to one backend only.
+	// MaxRetryBody is how much of a request's body, in bytes, is kept in
+	// memory so that a retry can send it again (default 1 MiB). The body
+	// streams to the server as the client sends it; a request that has
+	// read more of it than this goes to one server only. POST, PATCH and
+	// LOCK keep nothing: they move to another server only when the
+	// connection to the first was never made, before any of it was read.
 	MaxRetryBody int
 
 	// ConnectTimeout bounds connecting to a backend (default "10s").

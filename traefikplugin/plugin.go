@@ -12,11 +12,9 @@
 package traefikplugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -518,38 +516,21 @@ func verdict(a *attempt) bool {
 	return failed
 }
 
-// serveBody proxies a request that has a body: kept in memory, up to the
-// limit, so that a retry can send it again. A body of unknown length
-// (chunked, or HTTP/2 without Content-Length) is streamed as it comes
-// instead, unretried: waiting for its end would hold a streaming upload
-// back from every server for as long as it stays open.
+// serveBody proxies a request that has a body: streamed to the server as
+// it arrives, with a copy of what has been read of it, up to the limit, so
+// that a retry can send it again (see replay).
 func serveBody(w http.ResponseWriter, a *attempt) {
-	if a.req.ContentLength < 0 {
-		once(w, a)
-		return
-	}
 	a.req = a.req.WithContext(a.req.Context()) // a copy, whose Body is ours to replace
-	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
-	if err != nil {
-		once(w, a) // too large to replay, or unreadable
-		return
-	}
-	a.req.Body = io.NopCloser(bytes.NewReader(body))
+	body := newReplay(a.req.Body, replayLimit(a.p.s, a.req.Method))
+	a.req.Body = body.view()
 	if !try(w, a) {
 		retry(w, a, body)
 	}
 }
 
-// once proxies a request whose body cannot be sent again: one try.
-func once(w http.ResponseWriter, a *attempt) {
-	if !try(w, a) {
-		badGateway(w, a.err)
-	}
-}
-
 // retry follows nginx's proxy_next_upstream after server a.i failed: other
 // servers, each at most once, up to the configured number of retries.
-func retry(w http.ResponseWriter, a *attempt, body []byte) {
+func retry(w http.ResponseWriter, a *attempt, body *replay) {
 	req := a.req
 	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
@@ -563,42 +544,20 @@ func retry(w http.ResponseWriter, a *attempt, body []byte) {
 			badGateway(w, a.err)
 			return
 		}
+		if body != nil && !body.replayable() {
+			badGateway(w, a.err) // read past what was kept of it
+			return
+		}
 		a.i = next
 		a.err = nil
 		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.Body = body.view()
 		}
 		if try(w, a) {
 			return
 		}
 	}
 }
-
-// bufferBody reads the request body into memory for replay, up to the
-// limit. Beyond it the body is restored as it was and an error returned.
-func bufferBody(req *http.Request, limit int64) ([]byte, error) {
-	if req.ContentLength > limit {
-		return nil, errors.New("body too large to retry")
-	}
-	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-	if err != nil || int64(len(buf)) > limit {
-		req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), req.Body), req.Body}
-		if err == nil {
-			err = errors.New("body too large to retry")
-		}
-		return nil, err
-	}
-	req.Body.Close()
-	return buf, nil
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (rc readCloser) Close() error { return rc.c.Close() }
 
 // retryable follows nginx's proxy_next_upstream: an error or timeout moves
 // the request on, but POST, PATCH and LOCK only while the request has not
