@@ -184,15 +184,42 @@ type TLS struct {
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
-// HealthCheck configures active health checks: every Interval, a GET of
-// Path on each server; a status from 200 to 399 within Timeout is healthy.
+// HealthCheck configures active health checks, with the options of a
+// Traefik service's healthCheck: every Interval (UnhealthyInterval while
+// the server is down), a request for Path on each server; an answer within
+// Timeout with Status, or from 200 to 399 when Status is 0, is healthy.
 type HealthCheck struct {
-	// Path is the request path; empty disables active checks.
+	// Path is the request's path, and may carry a query
+	// ("/health?ready=1"); empty disables active checks.
 	Path string
 	// Interval between checks of one server (default "10s").
 	Interval string
+	// UnhealthyInterval between checks of a server that is down (default:
+	// Interval).
+	UnhealthyInterval string
 	// Timeout of one check (default "5s").
 	Timeout string
+	// Method of the request (default GET).
+	Method string
+	// Status is the one healthy status; 0, the default, takes any from 200
+	// to 399.
+	Status int
+	// Hostname is the request's Host (default: the server's).
+	Hostname string
+	// Headers are added to the request.
+	Headers map[string]string
+	// Port checks the server on another port (default: the server's).
+	Port int
+	// Scheme checks the server with another scheme, http or https
+	// (default: the server's).
+	Scheme string
+	// FollowRedirects follows a redirect and judges the answer it leads
+	// to (default true, as Traefik); false takes the redirect itself as
+	// healthy.
+	FollowRedirects bool
+	// Mode is http, the only one: gRPC's health protocol needs an h2c
+	// client, which the interpreter's net/http lacks.
+	Mode string
 	// Unknown collects the keys that match no setting (see Config.Unknown).
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
@@ -208,7 +235,7 @@ func CreateConfig() *Config {
 		MaxRetryBody:    1 << 20,
 		ConnectTimeout:  "10s",
 		ResponseTimeout: "60s",
-		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s"},
+		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s", FollowRedirects: true},
 		PassHostHeader:  true,
 		FlushInterval:   "100ms",
 	}
@@ -235,9 +262,10 @@ type settings struct {
 	maxRetryBody    int64
 	connectTimeout  time.Duration
 	responseTimeout time.Duration
-	healthPath      string
+	healthPath      string // "" when active checks are off
 	healthInterval  time.Duration
 	healthTimeout   time.Duration
+	health          healthSettings
 	passHost        bool
 	tls             *tls.Config // nil: the standard library's defaults
 	flushInterval   time.Duration
@@ -456,20 +484,75 @@ func duration(field, v string, required bool) (time.Duration, error) {
 
 func (s *settings) parseHealth(h HealthCheck) error {
 	if h.Path == "" {
+		if h.Method != "" || h.Status != 0 || h.Hostname != "" || len(h.Headers) > 0 || h.Port != 0 || h.Scheme != "" || h.Mode != "" || h.UnhealthyInterval != "" {
+			return errors.New("healthCheck: its options need a path, which turns checks on")
+		}
 		return nil
 	}
 	if !strings.HasPrefix(h.Path, "/") {
 		return fmt.Errorf("healthCheck.path %q: must start with /", h.Path)
 	}
-	var err error
+	ref, err := url.Parse(h.Path)
+	if err != nil || ref.Fragment != "" {
+		return fmt.Errorf("healthCheck.path %q: want a path and an optional query", h.Path)
+	}
 	if s.healthInterval, err = duration("healthCheck.interval", h.Interval, true); err != nil {
 		return err
 	}
 	if s.healthTimeout, err = duration("healthCheck.timeout", h.Timeout, true); err != nil {
 		return err
 	}
+	hs := healthSettings{path: ref, interval: s.healthInterval, method: h.Method, status: h.Status,
+		hostname: h.Hostname, scheme: h.Scheme, follow: h.FollowRedirects, header: http.Header{}}
+	if h.UnhealthyInterval != "" {
+		if hs.unhealthy, err = duration("healthCheck.unhealthyInterval", h.UnhealthyInterval, true); err != nil {
+			return err
+		}
+	} else {
+		hs.unhealthy = s.healthInterval
+	}
+	if hs.method == "" {
+		hs.method = http.MethodGet
+	}
+	if hs.status != 0 && (hs.status < 100 || hs.status > 599) {
+		return fmt.Errorf("healthCheck.status %d: want a status from 100 to 599 (or none: 200 to 399)", h.Status)
+	}
+	if h.Port < 0 || h.Port > 65535 {
+		return fmt.Errorf("healthCheck.port %d: want a port from 1 to 65535", h.Port)
+	}
+	if h.Port != 0 {
+		hs.port = strconv.Itoa(h.Port)
+	}
+	if hs.scheme != "" && hs.scheme != "http" && hs.scheme != "https" {
+		return fmt.Errorf("healthCheck.scheme %q: want http or https", h.Scheme)
+	}
+	switch h.Mode {
+	case "", "http":
+	case "grpc":
+		return errors.New(`healthCheck.mode "grpc": the plugin's checks speak HTTP only (gRPC's needs an h2c client, which Traefik's interpreter lacks); in steer mode the service's healthCheck has it`)
+	default:
+		return fmt.Errorf("healthCheck.mode %q: want http", h.Mode)
+	}
+	for k, v := range h.Headers {
+		hs.header.Set(k, v)
+	}
+	s.health = hs
 	s.healthPath = h.Path
 	return nil
+}
+
+// healthSettings are the active health check's, as probe uses them.
+type healthSettings struct {
+	path      *url.URL // the path and query to request
+	interval  time.Duration
+	unhealthy time.Duration // the interval while a server is down
+	method    string
+	status    int // the healthy status; 0: 200 to 399
+	hostname  string
+	header    http.Header
+	port      string // "": the server's
+	scheme    string // "": the server's
+	follow    bool
 }
 
 // serverURL checks a server URL and returns it with the balancer address

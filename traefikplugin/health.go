@@ -17,23 +17,36 @@ import (
 
 // startHealthChecks starts one checker per server; each stops when ctx ends.
 func (p *Plugin) startHealthChecks(ctx context.Context) {
-	client := &http.Client{
-		Transport: p.tr,
-		Timeout:   p.s.healthTimeout,
-		// A redirect is an answer: the server is up.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	client := &http.Client{Transport: p.tr, Timeout: p.s.healthTimeout}
+	if !p.s.health.follow {
+		client = &http.Client{Transport: p.tr, Timeout: p.s.healthTimeout, CheckRedirect: redirectAnswers}
 	}
 	for i, t := range p.s.targets {
 		p.checks.Add(1)
-		go p.watch(ctx, client, i, healthURL(t, p.s.healthPath))
+		go p.watch(ctx, client, i, healthURL(t, &p.s.health))
 	}
 }
 
-// healthURL is the server's base URL with the check's path appended.
-func healthURL(base *url.URL, path string) string {
+// redirectAnswers is a health check's CheckRedirect without
+// followRedirects: a redirect is an answer, and the server is up. (A
+// function literal assigned to the field after the client is built fails
+// under yaegi v0.16.1 when the client calls it.)
+func redirectAnswers(req *http.Request, via []*http.Request) error { return http.ErrUseLastResponse }
+
+// healthURL is the URL that checks the server at base: its path with the
+// check's path and query appended, its scheme and port unless the check
+// has its own.
+func healthURL(base *url.URL, h *healthSettings) string {
 	u := *base
-	u.Path = trimSlash(u.Path) + path
+	u.Path = trimSlash(u.Path) + h.path.Path
 	u.RawPath = ""
+	u.RawQuery = h.path.RawQuery
+	if h.scheme != "" {
+		u.Scheme = h.scheme
+	}
+	if h.port != "" {
+		u.Host = net.JoinHostPort(u.Hostname(), h.port)
+	}
 	return u.String()
 }
 
@@ -44,32 +57,44 @@ func trimSlash(s string) string {
 	return s
 }
 
-// watch checks server i every interval, starting at once, until ctx ends.
+// watch checks server i at once, then every interval (unhealthyInterval
+// while it is down), until ctx ends.
 func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target string) {
 	defer p.checks.Done()
-	tick := time.NewTicker(p.s.healthInterval)
-	defer tick.Stop()
+	h := &p.s.health
 	for {
-		healthy, why := probe(ctx, client, target)
+		healthy, why := probe(ctx, client, target, h)
 		if ctx.Err() != nil {
 			return // the middleware is gone; its verdict no longer matters
 		}
 		p.setHealth(i, healthy, why)
+		wait := h.interval
+		if !healthy {
+			wait = h.unhealthy
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
 	}
 }
 
-// probe reports whether one GET of target answers 200 to 399 in time, and
-// why not, or the status it got: "status 503", "connection refused",
-// "timeout".
-func probe(ctx context.Context, client *http.Client, target string) (bool, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+// probe reports whether one request for target, as h says, answers with
+// a healthy status in time, and why not, or the status it got: "status
+// 503", "connection refused", "timeout".
+func probe(ctx context.Context, client *http.Client, target string, h *healthSettings) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, h.method, target, nil)
 	if err != nil {
 		return false, err.Error()
+	}
+	for k, v := range h.header {
+		req.Header[k] = v
+	}
+	if h.hostname != "" {
+		req.Host = h.hostname
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -77,7 +102,12 @@ func probe(ctx context.Context, client *http.Client, target string) (bool, strin
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 400, fmt.Sprintf("status %d", resp.StatusCode)
+	c := resp.StatusCode
+	healthy := c >= 200 && c < 400
+	if h.status != 0 {
+		healthy = c == h.status
+	}
+	return healthy, fmt.Sprintf("status %d", c)
 }
 
 // probeError says briefly why a check or a request got no answer: the

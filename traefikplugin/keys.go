@@ -15,8 +15,9 @@ var (
 		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
 		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat"}
 	serverKeys = []string{"url", "weight", "backup", "down", "maxConns"}
-	healthKeys = []string{"path", "interval", "timeout"}
-	tlsKeys    = []string{"serverName", "insecureSkipVerify", "rootCAs", "certFile", "keyFile"}
+	healthKeys = []string{"path", "interval", "unhealthyInterval", "timeout", "method", "status", "hostname",
+		"headers", "port", "scheme", "followRedirects", "mode"}
+	tlsKeys = []string{"serverName", "insecureSkipVerify", "rootCAs", "certFile", "keyFile"}
 )
 
 // unknownKeys refuses the first key, in each level's sorted order, that
