@@ -1,12 +1,14 @@
 package traefikplugin
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,11 +79,12 @@ type Config struct {
 	// disables retries.
 	Retries int
 
-	// MaxRetryBody is the largest request body, in bytes, kept in memory so
-	// that the request can be retried (default 1 MiB). A request with a
-	// larger body, or with a body of unknown length (chunked, or HTTP/2
-	// without Content-Length: streamed to the server as it arrives), goes
-	// to one backend only.
+	// MaxRetryBody is how much of a request's body, in bytes, is kept in
+	// memory so that a retry can send it again (default 1 MiB). The body
+	// streams to the server as the client sends it; a request that has
+	// read more of it than this goes to one server only. POST, PATCH and
+	// LOCK keep nothing: they move to another server only when the
+	// connection to the first was never made, before any of it was read.
 	MaxRetryBody int
 
 	// ConnectTimeout bounds connecting to a backend (default "10s").
@@ -98,6 +101,17 @@ type Config struct {
 	// otherwise the backend's host is sent.
 	PassHostHeader bool
 
+	// TLS configures the connections to https servers, as a Traefik
+	// serversTransport does.
+	TLS TLS
+
+	// FlushInterval is how often a response being copied to the client is
+	// flushed, as a duration (default "100ms", as Traefik's
+	// responseForwarding.flushInterval); negative flushes after every
+	// write. A response of unknown length is flushed after every write
+	// whatever it says.
+	FlushInterval string
+
 	// TrustedIPs are addresses or CIDR ranges of proxies in front of
 	// Traefik. Only when the connection comes from one of them is the client
 	// IP taken from X-Forwarded-For (the rightmost untrusted address; a hop
@@ -109,6 +123,21 @@ type Config struct {
 	// forwardedHeaders.trustedIPs. IPv4-mapped ranges (::ffff:10.0.0.0/104)
 	// match the IPv4 addresses they map.
 	TrustedIPs []string
+
+	// Mode is how the middleware balances: "proxy" (the default) proxies
+	// each request to one of Servers by itself, and the router's service is
+	// noop@internal; "steer" picks one of Servers and steers the router's
+	// own service, a Traefik loadBalancer with a sticky cookie named
+	// Cookie over the same servers, to it (see steer.go).
+	Mode string
+
+	// Cookie is the name of the service's sticky cookie, in steer mode.
+	Cookie string
+
+	// CookieFormat is how the service's Traefik writes a server's sticky
+	// cookie value, in steer mode: "sha256" (the default: Traefik v3.3.4
+	// and later) or "fnv" (Traefik v3.0.0 to v3.3.3).
+	CookieFormat string
 
 	// Unknown collects the keys that match no setting above (Traefik's
 	// decoder would drop them without a word); New refuses each, naming
@@ -135,15 +164,62 @@ type Server struct {
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
 
-// HealthCheck configures active health checks: every Interval, a GET of
-// Path on each server; a status from 200 to 399 within Timeout is healthy.
+// TLS configures the connections to https servers. A certificate or key
+// is a PEM file's path or the PEM text itself.
+type TLS struct {
+	// ServerName is the name the servers' certificates are checked against
+	// and sent in SNI, instead of each server's host.
+	ServerName string
+	// InsecureSkipVerify accepts any server certificate.
+	InsecureSkipVerify bool
+	// RootCAs are the certificate authorities that sign the servers'
+	// certificates, instead of the system's.
+	RootCAs []string
+	// CertFile is the client certificate the plugin presents to servers
+	// that ask for one (mTLS).
+	CertFile string
+	// KeyFile is CertFile's private key.
+	KeyFile string
+	// Unknown collects the keys that match no setting (see Config.Unknown).
+	Unknown map[string]interface{} `mapstructure:",remain"`
+}
+
+// HealthCheck configures active health checks, with the options of a
+// Traefik service's healthCheck: every Interval (UnhealthyInterval while
+// the server is down), a request for Path on each server; an answer within
+// Timeout with Status, or from 200 to 399 when Status is 0, is healthy.
 type HealthCheck struct {
-	// Path is the request path; empty disables active checks.
+	// Path is the request's path, and may carry a query
+	// ("/health?ready=1"); empty disables active checks.
 	Path string
 	// Interval between checks of one server (default "10s").
 	Interval string
+	// UnhealthyInterval between checks of a server that is down (default:
+	// Interval).
+	UnhealthyInterval string
 	// Timeout of one check (default "5s").
 	Timeout string
+	// Method of the request (default GET).
+	Method string
+	// Status is the one healthy status; 0, the default, takes any from 200
+	// to 399.
+	Status int
+	// Hostname is the request's Host (default: the server's).
+	Hostname string
+	// Headers are added to the request.
+	Headers map[string]string
+	// Port checks the server on another port (default: the server's).
+	Port int
+	// Scheme checks the server with another scheme, http or https
+	// (default: the server's).
+	Scheme string
+	// FollowRedirects follows a redirect and judges the answer it leads
+	// to (default true, as Traefik); false takes the redirect itself as
+	// healthy.
+	FollowRedirects bool
+	// Mode is http, the only one: gRPC's health protocol needs an h2c
+	// client, which the interpreter's net/http lacks.
+	Mode string
 	// Unknown collects the keys that match no setting (see Config.Unknown).
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
@@ -159,8 +235,9 @@ func CreateConfig() *Config {
 		MaxRetryBody:    1 << 20,
 		ConnectTimeout:  "10s",
 		ResponseTimeout: "60s",
-		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s"},
+		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s", FollowRedirects: true},
 		PassHostHeader:  true,
+		FlushInterval:   "100ms",
 	}
 }
 
@@ -185,14 +262,24 @@ type settings struct {
 	maxRetryBody    int64
 	connectTimeout  time.Duration
 	responseTimeout time.Duration
-	healthPath      string
+	healthPath      string // "" when active checks are off
 	healthInterval  time.Duration
 	healthTimeout   time.Duration
+	health          healthSettings
 	passHost        bool
+	tls             *tls.Config // nil: the standard library's defaults
+	flushInterval   time.Duration
 	trusted         []netip.Prefix
 	// failStatus[code] is true for an answer's status that counts as the
 	// server's failure; nil when none does.
 	failStatus []bool
+	// Steer mode (see steer.go): the service's sticky cookie's name, and
+	// its value for each server, in the configured format.
+	steer        bool
+	cookie       string
+	format       string   // cookieFormat
+	rawURLs      []string // the servers' URLs as written: Traefik names its servers so
+	cookieValues []string
 }
 
 // parse validates c; errors name the field and the value.
@@ -204,6 +291,9 @@ func parse(c *Config) (*settings, error) {
 		return nil, err
 	}
 	s := &settings{passHost: c.PassHostHeader, maxRetryBody: int64(c.MaxRetryBody)}
+	if err := s.parseMode(c); err != nil {
+		return nil, err
+	}
 	if len(c.Servers) == 0 {
 		return nil, errors.New("servers: empty list")
 	}
@@ -236,11 +326,17 @@ func parse(c *Config) (*settings, error) {
 	if err := s.parseHealth(c.HealthCheck); err != nil {
 		return nil, err
 	}
+	if s.tls, err = parseTLS(c.TLS); err != nil {
+		return nil, err
+	}
+	if s.flushInterval, err = time.ParseDuration(c.FlushInterval); err != nil {
+		return nil, fmt.Errorf("flushInterval %q: want a duration such as \"100ms\" (negative: after every write)", c.FlushInterval)
+	}
 
 	seen := make(map[string]int, len(c.Servers))
 	backends := make([]core.Backend, 0, len(c.Servers))
 	for i, sv := range c.Servers {
-		u, addr, err := serverURL(sv.URL)
+		u, addr, err := serverURL(sv.URL, s.steer)
 		if err != nil {
 			return nil, fmt.Errorf("servers[%d].url %q: %v", i, sv.URL, err)
 		}
@@ -259,6 +355,10 @@ func parse(c *Config) (*settings, error) {
 			return nil, fmt.Errorf("servers[%d].maxConns %d: must not be negative", i, sv.MaxConns)
 		}
 		s.targets = append(s.targets, u)
+		if s.steer {
+			s.rawURLs = append(s.rawURLs, sv.URL)
+			s.cookieValues = append(s.cookieValues, cookieValue(s.format, sv.URL))
+		}
 		backends = append(backends, core.Backend{
 			Address:     addr,
 			Weight:      w,
@@ -296,7 +396,7 @@ func parse(c *Config) (*settings, error) {
 	if err != nil {
 		return nil, coreError(err)
 	}
-	if s.failStatus, err = parseFailStatus(c.FailStatus, traits, c.MaxFails); err != nil {
+	if s.failStatus, err = parseFailStatus(c.FailStatus, traits, c.MaxFails, s.steer); err != nil {
 		return nil, err
 	}
 	s.balancer = core.Config{
@@ -314,10 +414,15 @@ func parse(c *Config) (*settings, error) {
 // parseFailStatus reads failStatus into a table by status code (the
 // statuses a response can carry, 0 to 999), nil when no status fails: the
 // strategy's default (core.Traits.FailStatus: fair's is 5xx) when the list
-// is empty.
-func parseFailStatus(list []string, traits core.Traits, maxFails int) ([]bool, error) {
+// is empty, and, in steer mode with maxFails, 502 and 504: Traefik's answers
+// for a connection error and a timeout, which the proxy mode sees as
+// transport errors.
+func parseFailStatus(list []string, traits core.Traits, maxFails int, steer bool) ([]bool, error) {
 	if len(list) == 0 && traits.FailStatus != "" {
 		list = []string{traits.FailStatus}
+	}
+	if len(list) == 0 && steer && maxFails > 0 {
+		list = []string{"502", "504"}
 	}
 	if len(list) == 0 {
 		return nil, nil
@@ -363,31 +468,93 @@ func duration(field, v string, required bool) (time.Duration, error) {
 
 func (s *settings) parseHealth(h HealthCheck) error {
 	if h.Path == "" {
+		if h.Method != "" || h.Status != 0 || h.Hostname != "" || len(h.Headers) > 0 || h.Port != 0 || h.Scheme != "" || h.Mode != "" || h.UnhealthyInterval != "" {
+			return errors.New("healthCheck: its options need a path, which turns checks on")
+		}
 		return nil
 	}
 	if !strings.HasPrefix(h.Path, "/") {
 		return fmt.Errorf("healthCheck.path %q: must start with /", h.Path)
 	}
-	var err error
+	ref, err := url.Parse(h.Path)
+	if err != nil || ref.Fragment != "" {
+		return fmt.Errorf("healthCheck.path %q: want a path and an optional query", h.Path)
+	}
 	if s.healthInterval, err = duration("healthCheck.interval", h.Interval, true); err != nil {
 		return err
 	}
 	if s.healthTimeout, err = duration("healthCheck.timeout", h.Timeout, true); err != nil {
 		return err
 	}
+	hs := healthSettings{path: ref, interval: s.healthInterval, method: h.Method, status: h.Status,
+		hostname: h.Hostname, scheme: h.Scheme, follow: h.FollowRedirects, header: http.Header{}}
+	if h.UnhealthyInterval != "" {
+		if hs.unhealthy, err = duration("healthCheck.unhealthyInterval", h.UnhealthyInterval, true); err != nil {
+			return err
+		}
+	} else {
+		hs.unhealthy = s.healthInterval
+	}
+	if hs.method == "" {
+		hs.method = http.MethodGet
+	}
+	if hs.status != 0 && (hs.status < 100 || hs.status > 599) {
+		return fmt.Errorf("healthCheck.status %d: want a status from 100 to 599 (or none: 200 to 399)", h.Status)
+	}
+	if h.Port < 0 || h.Port > 65535 {
+		return fmt.Errorf("healthCheck.port %d: want a port from 1 to 65535", h.Port)
+	}
+	if h.Port != 0 {
+		hs.port = strconv.Itoa(h.Port)
+	}
+	if hs.scheme != "" && hs.scheme != "http" && hs.scheme != "https" {
+		return fmt.Errorf("healthCheck.scheme %q: want http or https", h.Scheme)
+	}
+	switch h.Mode {
+	case "", "http":
+	case "grpc":
+		return errors.New(`healthCheck.mode "grpc": the plugin's checks speak HTTP only (gRPC's needs an h2c client, which Traefik's interpreter lacks); in steer mode the service's healthCheck has it`)
+	default:
+		return fmt.Errorf("healthCheck.mode %q: want http", h.Mode)
+	}
+	for k, v := range h.Headers {
+		hs.header.Set(k, v)
+	}
+	s.health = hs
 	s.healthPath = h.Path
 	return nil
 }
 
+// healthSettings are the active health check's, as probe uses them.
+type healthSettings struct {
+	path      *url.URL // the path and query to request
+	interval  time.Duration
+	unhealthy time.Duration // the interval while a server is down
+	method    string
+	status    int // the healthy status; 0: 200 to 399
+	hostname  string
+	header    http.Header
+	port      string // "": the server's
+	scheme    string // "": the server's
+	follow    bool
+}
+
 // serverURL checks a server URL and returns it with the balancer address
-// ("host:port", the scheme's port when none is given).
-func serverURL(raw string) (*url.URL, string, error) {
+// ("host:port", the scheme's port when none is given). In steer mode
+// Traefik connects to the server, so h2c, which it speaks and the proxy
+// mode does not, is allowed.
+func serverURL(raw string, steer bool) (*url.URL, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, "", errors.New("not a URL")
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, "", errors.New("scheme must be http or https")
+	switch {
+	case u.Scheme == "http" || u.Scheme == "https":
+	case u.Scheme == "h2c" && steer:
+	case steer:
+		return nil, "", errors.New("scheme must be http, https or h2c")
+	default:
+		return nil, "", errors.New("scheme must be http or https (h2c only in steer mode, where Traefik connects)")
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, "", errors.New("no host")

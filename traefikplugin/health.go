@@ -17,23 +17,36 @@ import (
 
 // startHealthChecks starts one checker per server; each stops when ctx ends.
 func (p *Plugin) startHealthChecks(ctx context.Context) {
-	client := &http.Client{
-		Transport: p.tr,
-		Timeout:   p.s.healthTimeout,
-		// A redirect is an answer: the server is up.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	client := &http.Client{Transport: p.tr, Timeout: p.s.healthTimeout}
+	if !p.s.health.follow {
+		client = &http.Client{Transport: p.tr, Timeout: p.s.healthTimeout, CheckRedirect: redirectAnswers}
 	}
 	for i, t := range p.s.targets {
 		p.checks.Add(1)
-		go p.watch(ctx, client, i, healthURL(t, p.s.healthPath))
+		go p.watch(ctx, client, i, healthURL(t, &p.s.health))
 	}
 }
 
-// healthURL is the server's base URL with the check's path appended.
-func healthURL(base *url.URL, path string) string {
+// redirectAnswers is a health check's CheckRedirect without
+// followRedirects: a redirect is an answer, and the server is up. (A
+// function literal assigned to the field after the client is built fails
+// under yaegi v0.16.1 when the client calls it.)
+func redirectAnswers(req *http.Request, via []*http.Request) error { return http.ErrUseLastResponse }
+
+// healthURL is the URL that checks the server at base: its path with the
+// check's path and query appended, its scheme and port unless the check
+// has its own.
+func healthURL(base *url.URL, h *healthSettings) string {
 	u := *base
-	u.Path = trimSlash(u.Path) + path
+	u.Path = trimSlash(u.Path) + h.path.Path
 	u.RawPath = ""
+	u.RawQuery = h.path.RawQuery
+	if h.scheme != "" {
+		u.Scheme = h.scheme
+	}
+	if h.port != "" {
+		u.Host = net.JoinHostPort(u.Hostname(), h.port)
+	}
 	return u.String()
 }
 
@@ -44,32 +57,44 @@ func trimSlash(s string) string {
 	return s
 }
 
-// watch checks server i every interval, starting at once, until ctx ends.
+// watch checks server i at once, then every interval (unhealthyInterval
+// while it is down), until ctx ends.
 func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target string) {
 	defer p.checks.Done()
-	tick := time.NewTicker(p.s.healthInterval)
-	defer tick.Stop()
+	h := &p.s.health
 	for {
-		healthy, why := probe(ctx, client, target)
+		healthy, why := probe(ctx, client, target, h)
 		if ctx.Err() != nil {
 			return // the middleware is gone; its verdict no longer matters
 		}
 		p.setHealth(i, healthy, why)
+		wait := h.interval
+		if !healthy {
+			wait = h.unhealthy
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
 	}
 }
 
-// probe reports whether one GET of target answers 200 to 399 in time, and
-// why not, or the status it got: "status 503", "connection refused",
-// "timeout".
-func probe(ctx context.Context, client *http.Client, target string) (bool, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+// probe reports whether one request for target, as h says, answers with
+// a healthy status in time, and why not, or the status it got: "status
+// 503", "connection refused", "timeout".
+func probe(ctx context.Context, client *http.Client, target string, h *healthSettings) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, h.method, target, nil)
 	if err != nil {
 		return false, err.Error()
+	}
+	for k, v := range h.header {
+		req.Header[k] = v
+	}
+	if h.hostname != "" {
+		req.Host = h.hostname
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -77,13 +102,25 @@ func probe(ctx context.Context, client *http.Client, target string) (bool, strin
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 400, fmt.Sprintf("status %d", resp.StatusCode)
+	c := resp.StatusCode
+	healthy := c >= 200 && c < 400
+	if h.status != 0 {
+		healthy = c == h.status
+	}
+	return healthy, fmt.Sprintf("status %d", c)
 }
 
-// probeError says briefly why a check got no answer.
+// probeError says briefly why a check or a request got no answer: the
+// kind of network error, or the TLS error (an x509 error says what is wrong
+// with the server's certificate, which is what its user has to fix).
 func probeError(err error) string {
 	var ne net.Error
+	msg := err.Error()
 	switch {
+	case strings.Contains(msg, "x509: "):
+		return msg[strings.Index(msg, "x509: "):]
+	case strings.Contains(msg, "tls: "):
+		return msg[strings.Index(msg, "tls: "):]
 	case errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	case strings.Contains(err.Error(), "connection refused"):
@@ -134,4 +171,43 @@ func (p *Plugin) setHealth(i int, healthy bool, why string) {
 		state = "up"
 	}
 	events.Printf("lbpack middleware %q: server %s is %s (%s)", p.name, p.s.targets[i].Redacted(), state, why)
+	if healthy {
+		rearmFailures(sh, i)
+	}
+}
+
+// logFailure logs, at ERROR, a request to server i that got no answer
+// because of err: once per server and cause (see probeError), again after
+// the health check has found the server up. A request the client gave up
+// on says nothing about the server.
+func logFailure(p *Plugin, i int, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	why := probeError(err)
+	if _, seen := p.sh.logged.LoadOrStore(failureKey{i, why}, true); seen {
+		return
+	}
+	events.Printf("lbpack middleware %q: server %s: no answer: %v", p.name, p.s.targets[i].Redacted(), err)
+}
+
+// failureKey is a logged failure: a server's and its cause.
+type failureKey struct {
+	server int
+	why    string
+}
+
+// rearmFailures forgets the failures logged for server i.
+func rearmFailures(sh *shared, i int) {
+	sh.logged.Range(rearm(sh, i))
+}
+
+// rearm returns the Range function that drops server i's keys.
+func rearm(sh *shared, i int) func(k, v interface{}) bool {
+	return func(k, v interface{}) bool {
+		if k.(failureKey).server == i {
+			sh.logged.Delete(k)
+		}
+		return true
+	}
 }

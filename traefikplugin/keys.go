@@ -13,9 +13,11 @@ import (
 var (
 	configKeys = []string{"strategy", "servers", "hashKey", "hashMode", "loadFactor", "stagger",
 		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
-		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "trustedIPs"}
+		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat"}
 	serverKeys = []string{"url", "weight", "backup", "down", "maxConns"}
-	healthKeys = []string{"path", "interval", "timeout"}
+	healthKeys = []string{"path", "interval", "unhealthyInterval", "timeout", "method", "status", "hostname",
+		"headers", "port", "scheme", "followRedirects", "mode"}
+	tlsKeys = []string{"serverName", "insecureSkipVerify", "rootCAs", "certFile", "keyFile"}
 )
 
 // unknownKeys refuses the first key, in each level's sorted order, that
@@ -25,6 +27,9 @@ func unknownKeys(c *Config) error {
 		return err
 	}
 	if err := unknownKey("healthCheck.", c.HealthCheck.Unknown, healthKeys); err != nil {
+		return err
+	}
+	if err := unknownKey("tls.", c.TLS.Unknown, tlsKeys); err != nil {
 		return err
 	}
 	for i, sv := range c.Servers {

@@ -1,19 +1,20 @@
 // Package traefikplugin is lbpack as a Traefik v3 middleware plugin. A
-// Traefik middleware cannot replace Traefik's own load balancer, so the
-// plugin proxies by itself: it picks one of its own servers with an lbpack
+// Traefik middleware cannot replace Traefik's own load balancer; the
+// plugin works beside it in one of two modes. In proxy mode (this file) it
+// proxies by itself: it picks one of its own servers with an lbpack
 // strategy and forwards the request there; the router's service is
-// noop@internal and next is never called.
+// noop@internal and next is never called. In steer mode (steer.go) it picks
+// a server and steers the router's own service, a Traefik loadBalancer with
+// a sticky cookie, to it, and Traefik proxies.
 //
 // Traefik interprets the package with yaegi, so it uses the standard library
 // only and keeps the per-request path short: one O(1) pick and a few calls.
 package traefikplugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -136,6 +137,10 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
 	}
+	if s.steer {
+		go p.closeOnDone(ctx)
+		return newSteerer(p, next), nil
+	}
 	for i, t := range s.targets {
 		p.proxies = append(p.proxies, p.newProxy(i, t))
 	}
@@ -168,6 +173,7 @@ func newTransport(s *settings) *http.Transport {
 		IdleConnTimeout:       60 * time.Second,
 		TLSHandshakeTimeout:   s.connectTimeout,
 		ResponseHeaderTimeout: s.responseTimeout,
+		TLSClientConfig:       s.tls,
 		ExpectContinueTimeout: time.Second,
 	}
 }
@@ -193,6 +199,7 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = p.tr
 	rp.BufferPool = p.buffers
+	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
 	if p.s.failStatus != nil {
 		rp.ModifyResponse = statusCheck(p)
@@ -239,6 +246,7 @@ func (bp *bufferPool) Put(b []byte) {
 // the context would cost every request; this costs it one atomic load.
 func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
+		logFailure(p, i, r, err)
 		if k := writerKey(w); k != nil {
 			p.errs.Store(k, err)
 			p.pending.Add(1)
@@ -508,43 +516,30 @@ func verdict(a *attempt) bool {
 	return failed
 }
 
-// serveBody proxies a request that has a body: kept in memory, up to the
-// limit, so that a retry can send it again. A body of unknown length
-// (chunked, or HTTP/2 without Content-Length) is streamed as it comes
-// instead, unretried: waiting for its end would hold a streaming upload
-// back from every server for as long as it stays open.
+// serveBody proxies a request that has a body: streamed to the server as
+// it arrives, with a copy of what has been read of it, up to the limit, so
+// that a retry can send it again (see replay).
 func serveBody(w http.ResponseWriter, a *attempt) {
-	if a.req.ContentLength < 0 {
-		once(w, a)
-		return
-	}
 	a.req = a.req.WithContext(a.req.Context()) // a copy, whose Body is ours to replace
-	body, err := bufferBody(a.req, a.p.s.maxRetryBody)
-	if err != nil {
-		once(w, a) // too large to replay, or unreadable
-		return
-	}
-	a.req.Body = io.NopCloser(bytes.NewReader(body))
+	body := newReplay(a.req.Body, replayLimit(a.p.s, a.req.Method))
+	a.req.Body = body.view()
 	if !try(w, a) {
 		retry(w, a, body)
 	}
 }
 
-// once proxies a request whose body cannot be sent again: one try.
-func once(w http.ResponseWriter, a *attempt) {
-	if !try(w, a) {
-		badGateway(w, a.err)
-	}
-}
-
 // retry follows nginx's proxy_next_upstream after server a.i failed: other
 // servers, each at most once, up to the configured number of retries.
-func retry(w http.ResponseWriter, a *attempt, body []byte) {
+func retry(w http.ResponseWriter, a *attempt, body *replay) {
 	req := a.req
 	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
 		if n >= a.p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
 			badGateway(w, a.err)
+			return
+		}
+		if body != nil && !body.replayable() {
+			badGateway(w, a.err) // read past what was kept of it
 			return
 		}
 		a.tried[a.i] = true
@@ -557,39 +552,13 @@ func retry(w http.ResponseWriter, a *attempt, body []byte) {
 		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
 		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.Body = body.view()
 		}
 		if try(w, a) {
 			return
 		}
 	}
 }
-
-// bufferBody reads the request body into memory for replay, up to the
-// limit. Beyond it the body is restored as it was and an error returned.
-func bufferBody(req *http.Request, limit int64) ([]byte, error) {
-	if req.ContentLength > limit {
-		return nil, errors.New("body too large to retry")
-	}
-	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-	if err != nil || int64(len(buf)) > limit {
-		req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), req.Body), req.Body}
-		if err == nil {
-			err = errors.New("body too large to retry")
-		}
-		return nil, err
-	}
-	req.Body.Close()
-	return buf, nil
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (rc readCloser) Close() error { return rc.c.Close() }
 
 // retryable follows nginx's proxy_next_upstream: an error or timeout moves
 // the request on, but POST, PATCH and LOCK only while the request has not

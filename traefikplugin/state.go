@@ -22,6 +22,7 @@ type shared struct {
 	bal      atomic.Value // *balancer
 	mu       sync.Mutex   // serialises replacements of bal (health changes, markFailed)
 	unhealth []bool       // by server, under mu: failed the active health check
+	logged   sync.Map     // failureKey: the failures logged (see logFailure)
 	use      *nameUse     // the name's use, shared by every state the name has had
 }
 

@@ -31,7 +31,7 @@ func TestParseFailStatus(t *testing.T) {
 		{core.LeastConn, nil, 1, nil, []int{500}},
 	} {
 		traits, _ := core.TraitsOf(c.strategy, "")
-		table, err := parseFailStatus(c.list, traits, c.maxFails)
+		table, err := parseFailStatus(c.list, traits, c.maxFails, false)
 		if err != nil {
 			t.Errorf("%s %q: %v", c.strategy, c.list, err)
 			continue

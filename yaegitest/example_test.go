@@ -117,3 +117,88 @@ func TestExampleTrustedIPs(t *testing.T) {
 		t.Errorf("nine clients behind one trusted proxy all went to %v: hashed as the proxy", seen)
 	}
 }
+
+// TestExampleSteer checks the example's steer-mode routers: the router's
+// service is a loadBalancer whose sticky cookie is the one the middleware
+// sets, over the middleware's servers by URL, exactly as written; a retry
+// middleware comes before the steering one (after it, Traefik would retry
+// behind the plugin's back, with the same cookie).
+func TestExampleSteer(t *testing.T) {
+	var dynamic struct {
+		HTTP struct {
+			Routers map[string]struct {
+				Middlewares []string `yaml:"middlewares"`
+				Service     string   `yaml:"service"`
+			} `yaml:"routers"`
+			Services map[string]struct {
+				LoadBalancer struct {
+					Sticky struct {
+						Cookie struct {
+							Name string `yaml:"name"`
+						} `yaml:"cookie"`
+					} `yaml:"sticky"`
+					Servers []struct {
+						URL string `yaml:"url"`
+					} `yaml:"servers"`
+				} `yaml:"loadBalancer"`
+			} `yaml:"services"`
+			Middlewares map[string]struct {
+				Retry  *struct{} `yaml:"retry"`
+				Plugin struct {
+					Lbpack struct {
+						Mode    string `yaml:"mode"`
+						Cookie  string `yaml:"cookie"`
+						Servers []struct {
+							URL string `yaml:"url"`
+						} `yaml:"servers"`
+					} `yaml:"lbpack"`
+				} `yaml:"plugin"`
+			} `yaml:"middlewares"`
+		} `yaml:"http"`
+	}
+	data, err := os.ReadFile("../examples/traefik/dynamic.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &dynamic); err != nil {
+		t.Fatal(err)
+	}
+	steered := 0
+	for name, r := range dynamic.HTTP.Routers {
+		for k, m := range r.Middlewares {
+			lb := dynamic.HTTP.Middlewares[m].Plugin.Lbpack
+			if lb.Mode != "steer" {
+				continue
+			}
+			steered++
+			svc, ok := dynamic.HTTP.Services[r.Service]
+			if !ok {
+				t.Errorf("router %s: service %q is not in the example", name, r.Service)
+				continue
+			}
+			if got := svc.LoadBalancer.Sticky.Cookie.Name; got != lb.Cookie {
+				t.Errorf("router %s: service %s's sticky cookie %q, middleware %s sets %q", name, r.Service, got, m, lb.Cookie)
+			}
+			var want, got []string
+			for _, s := range lb.Servers {
+				want = append(want, s.URL)
+			}
+			for _, s := range svc.LoadBalancer.Servers {
+				got = append(got, s.URL)
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("router %s: service servers %v, middleware %s's %v", name, got, m, want)
+			}
+			retried := false
+			for _, before := range r.Middlewares[:k] {
+				retried = retried || dynamic.HTTP.Middlewares[before].Retry != nil
+			}
+			if !retried {
+				t.Errorf("router %s: no retry middleware before %s", name, m)
+			}
+		}
+	}
+	if steered == 0 {
+		t.Fatal("no steer-mode router in the example")
+	}
+}

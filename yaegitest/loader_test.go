@@ -109,8 +109,16 @@ func (l *loader) newHandler(ctx context.Context, doc, name string) (http.Handler
 }
 
 // newHandlerMap builds the middleware from settings shaped as Traefik's
-// dynamic configuration hands them over.
+// dynamic configuration hands them over, in front of noop@internal.
 func (l *loader) newHandlerMap(ctx context.Context, settings map[string]any, name string) (http.Handler, error) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot) // noop@internal's answer
+	})
+	return l.newHandlerNext(ctx, settings, name, next)
+}
+
+// newHandlerNext is newHandlerMap in front of the handler next.
+func (l *loader) newHandlerNext(ctx context.Context, settings map[string]any, name string, next http.Handler) (http.Handler, error) {
 	cfg := l.createConfig.Call(nil)[0]
 	if len(settings) > 0 {
 		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
@@ -125,9 +133,6 @@ func (l *loader) newHandlerMap(ctx context.Context, settings map[string]any, nam
 			return nil, err
 		}
 	}
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusTeapot) // noop@internal's answer
-	})
 	out := l.fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), cfg, reflect.ValueOf(name)})
 	if e := out[1].Interface(); e != nil {
 		return nil, e.(error)

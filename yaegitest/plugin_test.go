@@ -434,13 +434,7 @@ func TestPluginHealthCheck(t *testing.T) {
 // server that refuses connections and one that answers too late.
 func TestPluginHealthLogReasons(t *testing.T) {
 	l := loadPlugin(t, nil)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow := slowServer(t, 2*time.Second)
 	dead := deadURL(t)
 	plugin(t, l, "healthCheck:\n  path: /health\n  interval: 1h\n  timeout: 50ms\n"+serversYAML([]string{dead, slow.URL}))
 	want := map[string]bool{
@@ -452,6 +446,20 @@ func TestPluginHealthLogReasons(t *testing.T) {
 	if len(got) != 2 || !want[got[0]] || !want[got[1]] || got[0] == got[1] {
 		t.Errorf("error log %q, want the lines %v", got, want)
 	}
+}
+
+// slowServer is a loopback server that answers after d, or when the
+// request ends.
+func slowServer(t *testing.T, d time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(d):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // waitFor polls cond for up to 5 seconds.
