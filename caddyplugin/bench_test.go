@@ -56,7 +56,7 @@ func BenchmarkSelect(b *testing.B) {
 		// With one upstream unhealthy lbpack's policies pick with a filter
 		// that leaves it out (see seen); smooth_wrr makes nginx's O(n) pass
 		// until it has learnt the schedule over the others (core's
-		// PickVersion), within two of its periods: the warm-up below.
+		// a Filter's Version), within two of its periods: the warm-up below.
 		oneDown := up[n/2]
 		period := 0
 		for _, w := range weights {

@@ -28,7 +28,7 @@ const clockEvery = 8
 // upstreams seen unhealthy and asks Caddy about the chosen upstream only.
 // With none seen unhealthy it has no filter: O(1) for the scheduled
 // strategies. With some, the filter has a version that changes whenever
-// what has been seen changes (core's PickVersion): smooth_wrr learns nginx's
+// what has been seen changes (core.Filter's Version): smooth_wrr learns nginx's
 // schedule over the others within two of its periods and is O(1) again
 // until the next change. (A retry's filter, the upstreams it has tried, is
 // its own: it is asked about every upstream.)
@@ -59,7 +59,7 @@ type seen struct {
 	count atomic.Int32  // how many of down are set
 	next  atomic.Int64  // monotonic ns when the next scan is due; 0: at once
 	// version changes with down: it is the version of the pick's filter
-	// (core's PickVersion), whose answers are down's alone. Each change
+	// (core.Filter's Version), whose answers are down's alone. Each change
 	// of down bumps it after the change, so that a pick that loads the
 	// new version sees the new answers.
 	version atomic.Uint64

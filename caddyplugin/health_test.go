@@ -346,7 +346,7 @@ func TestSelectAllSeenDownLooksAgain(t *testing.T) {
 
 // With upstreams seen unhealthy, smooth_wrr's choices are nginx's over the
 // others for as long as the run goes, and once it has learnt their schedule
-// (core's PickVersion, within two periods) a Select asks the filter about
+// (a core.Filter with a Version, within two periods) a Select asks the filter about
 // the chosen upstream only, not about all 40. A health change moves the
 // filter's version: the choices follow nginx over the new set at once, and
 // are O(1) again two periods later. No Select returns an upstream that is

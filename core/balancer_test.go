@@ -150,8 +150,8 @@ func TestPickFastPathMatchesNginx(t *testing.T) {
 	}
 }
 
-// TestPickMatchesPickFunc checks that Pick, inline table path included, and
-// PickFunc with a filter that allows everything (which always goes through
+// TestPickMatchesPickFunc checks that a pick, the table's read included, and
+// a pick with a filter that allows everything (which always goes through
 // the strategy) make the same picks, on twin balancers given the same
 // failures, for each table strategy and for backends with flags.
 func TestPickMatchesPickFunc(t *testing.T) {
@@ -180,7 +180,7 @@ func TestPickMatchesPickFunc(t *testing.T) {
 				i, err1 := x.choose("")
 				j, err2 := y.chooseFunc("", all)
 				if i != j || err1 != err2 {
-					t.Fatalf("%s %s step %d: Pick %d, %v; PickFunc %d, %v", strategy, flags, step, i, err1, j, err2)
+					t.Fatalf("%s %s step %d: %d, %v; with the filter %d, %v", strategy, flags, step, i, err1, j, err2)
 				}
 				if err1 != nil {
 					continue

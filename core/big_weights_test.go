@@ -55,7 +55,7 @@ func TestWeightSumsPast2To31(t *testing.T) {
 			odd := func(i int) bool { return i%2 == 1 }
 			for k := 0; k < 50; k++ {
 				if i, err := b.chooseFunc(fmt.Sprintf("k%d", k), odd); err != nil || i%2 != 1 {
-					t.Fatalf("PickFunc: %d, %v", i, err)
+					t.Fatalf("filtered pick: %d, %v", i, err)
 				}
 			}
 		})

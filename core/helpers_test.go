@@ -101,14 +101,14 @@ func checkConcurrentCounts(t *testing.T, b *Balancer, picks int, want func(i int
 	}
 }
 
-// checkPickAllocs fails the test if Pick, or PickFunc with refuse, allocates.
+// checkPickAllocs fails the test if a pick, or one with the filter refuse, allocates.
 func checkPickAllocs(t *testing.T, b *Balancer, refuse func(i int) bool) {
 	t.Helper()
 	if a := testing.AllocsPerRun(1000, func() { b.choose("") }); a != 0 {
 		t.Fatalf("Pick allocates %v", a)
 	}
 	if a := testing.AllocsPerRun(1000, func() { b.chooseFunc("", refuse) }); a != 0 {
-		t.Fatalf("PickFunc allocates %v", a)
+		t.Fatalf("a filtered pick allocates %v", a)
 	}
 }
 

@@ -57,8 +57,8 @@ const (
 // A table pick first makes sure nginx's pass would see exactly the table's
 // members: O(1) without a caller's filter and without max_conns or
 // max_fails; O(members with those flags) with them; with a caller's filter
-// (PickFunc), one call of it per member, since nginx's state depends on each
-// answer; with a versioned filter (PickVersion) at the version the orbit was
+// (a Filter), one call of it per member, since nginx's state depends on each
+// answer; with a versioned filter (Filter.Version) at the version the orbit was
 // learnt with, O(1) again. Under concurrent picks the order of picks is not
 // defined, as in nginx with several workers; while nothing perturbs the
 // schedule, every whole period still gives each member exactly its weight's

@@ -251,7 +251,7 @@ type orbit struct {
 	// every member that is not down), total is the sum of their weights in
 	// units (0: the group's upTotal). An orbit over some members, learnt
 	// from picks with a caller's filter, holds while that filter refuses
-	// exactly the others: while a versioned filter (PickVersion) keeps the
+	// exactly the others: while a versioned filter (Filter.Version) keeps the
 	// version it was learnt with, and the group is quiet (quiet says it was
 	// while learning), that is known in O(1).
 	in        []bool
@@ -391,7 +391,7 @@ type request struct {
 	avail func(int) bool
 	b     *Balancer
 	nowNs int64 // 0 until read
-	// version is avail's version when versioned (PickVersion).
+	// version is avail's version when versioned (Filter.Version).
 	version   uint64
 	versioned bool
 }

@@ -8,7 +8,7 @@ func init() {
 }
 
 // weightedRandom picks at random in proportion to weight among the members
-// that are not down, in O(1): PickIndex draws from the group's table of
+// that are not down, in O(1): a pick draws from the group's table of
 // members repeated by weight (weightedLook) while every member is eligible,
 // and the pick below through an alias table otherwise (or when that table
 // would pass MaxScheduleEntries).

@@ -13,7 +13,7 @@
 //
 // The balancers are lbpack's strategies, driven through core exactly as a
 // proxy drives them (core.New with an injected clock and random source,
-// PickFunc, Start, Done), models of the peers' policies written from their
+// core.Pick, core.Done), models of the peers' policies written from their
 // sources, and an oracle that knows every queue. Everything derives from the
 // seed: a run is deterministic.
 //

@@ -158,8 +158,8 @@ func excluder(skip int) func(int) bool {
 }
 
 // Run builds a balancer and plays steps requests against it: a pick (every
-// fifth through PickFunc refusing one backend, every tenth of those through
-// PickVersion, the refused index as the version), Start, and Done for the
+// fifth through a Filter refusing one backend, every tenth of those with a
+// Version, the refused index plus one, every fifth through Take), and Done for the
 // request four picks back, failing every seventh, with the clock moving 1ms
 // a step. With update set, the last backend is removed halfway through and
 // added back (so that it ramps up, with a slow start) at three quarters. The
@@ -242,8 +242,8 @@ type ended struct {
 }
 
 // Outage plays a stable outage against a balancer: steps picks through
-// PickFunc refusing backend out (smooth_wrr learns its schedule over the
-// others), then steps through PickVersion with one version (the learnt
+// a Filter refusing backend out (smooth_wrr learns its schedule over the
+// others), then steps with the Filter at one Version (the learnt
 // schedule adopts it), then steps with every backend back. The trace is the
 // picked indexes, NoBackend where there was none.
 func Outage(strategy, backends string, out, steps int) ([]int, string) {
