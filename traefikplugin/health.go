@@ -58,7 +58,7 @@ func trimSlash(s string) string {
 }
 
 // watch checks server i at once, then every interval (unhealthyInterval
-// while it is down), until ctx ends.
+// while it is down), until ctx ends (noticed within a tenth of a second).
 func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target string) {
 	defer p.checks.Done()
 	h := &p.s.health
@@ -72,14 +72,30 @@ func (p *Plugin) watch(ctx context.Context, client *http.Client, i int, target s
 		if !healthy {
 			wait = h.unhealthy
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 	}
+}
+
+// sleep waits for d, in steps of at most a tenth of a second, and reports
+// false as soon as ctx ends. Not a select on a timer and ctx.Done():
+// yaegi v0.16.1 keeps a select statement's cases in the statement, shared
+// by every goroutine running it, so the watchers of all servers would wait
+// on each other's timers.
+func sleep(ctx context.Context, d time.Duration) bool {
+	end := time.Now().Add(d)
+	for ctx.Err() == nil {
+		left := time.Until(end)
+		if left <= 0 {
+			return true
+		}
+		if left > 100*time.Millisecond {
+			left = 100 * time.Millisecond
+		}
+		time.Sleep(left)
+	}
+	return false
 }
 
 // probe reports whether one request for target, as h says, answers with

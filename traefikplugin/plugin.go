@@ -218,24 +218,38 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 // every proxied response allocates one, and in a real Traefik that garbage
 // cost more CPU than the whole interpreted pick. A channel (not sync.Pool)
 // keeps it plain for the interpreter and caps what it holds: 64 buffers, 2 MiB.
-type bufferPool struct{ free chan []byte }
+type bufferPool struct {
+	free chan []byte
+	mu   sync.Mutex // around every send and receive (see Put)
+}
 
 // Get returns a free buffer, or a new one.
 func (bp *bufferPool) Get() []byte {
-	select {
-	case b := <-bp.free:
-		return b
-	default:
-		return make([]byte, 32*1024)
+	var b []byte
+	bp.mu.Lock()
+	if len(bp.free) > 0 {
+		b = <-bp.free
 	}
+	bp.mu.Unlock()
+	if b == nil {
+		b = make([]byte, 32*1024)
+	}
+	return b
 }
 
 // Put returns a buffer to the pool, or drops it when the pool is full.
+// Get and Put use no select with a default: yaegi v0.16.1 keeps a select
+// statement's cases, the value to send among them, in the statement,
+// shared by the goroutines running it, so two Puts at once could both
+// send one of their buffers, which two requests would then copy through
+// together. Under the lock the length tested is the length at the send or
+// receive, which so never blocks.
 func (bp *bufferPool) Put(b []byte) {
-	select {
-	case bp.free <- b:
-	default:
+	bp.mu.Lock()
+	if len(bp.free) < cap(bp.free) {
+		bp.free <- b
 	}
+	bp.mu.Unlock()
 }
 
 // proxyError returns server i's error handler. It hands a transport error

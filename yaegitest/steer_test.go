@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The sticky cookie values Traefik gives a server, computed here from the
@@ -460,5 +461,41 @@ func TestSteerMismatch(t *testing.T) {
 	want := `lbpack middleware "lb": cookieFormat "fnv": the service writes server ` + steerURLs[0] + "'s sticky cookie as " + sha256Cookie(steerURLs[0]) + ", not " + fnvCookie(steerURLs[0]) + ": set the cookieFormat of its Traefik version\n"
 	if len(lines) == 0 || lines[0] != want {
 		t.Errorf("error log %q, want first %q", lines, want)
+	}
+}
+
+// TestSteerFlushes: the service's proxy cannot flush through the plugin's
+// writer (the interpreter's wrapper has no Flush), so the plugin flushes
+// each part of a response still under way itself: a response of known
+// length written in two parts a second apart reaches the client part by
+// part.
+func TestSteerFlushes(t *testing.T) {
+	l := loadPlugin(t, nil)
+	svc := newStickyService("lb", sha256Cookie, steerURLs[0])
+	svc.answer = func(w http.ResponseWriter, r *http.Request, url string) {
+		if _, ok := w.(http.Flusher); ok {
+			t.Error("the service's writer has a Flush: the plugin's flushing is not needed")
+		}
+		w.Header().Set("Content-Length", "11")
+		io.WriteString(w, "first")
+		time.Sleep(time.Second)
+		io.WriteString(w, " last!")
+	}
+	base, client := front(t, steerPlugin(t, l, steerDoc("", steerURLs[:1]), svc))
+	start := time.Now()
+	resp, err := client.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	if took := time.Since(start); took > 700*time.Millisecond {
+		t.Errorf("the first part came after %v, with the last", took)
+	}
+	if rest, _ := io.ReadAll(resp.Body); string(rest) != " last!" {
+		t.Errorf("then %q, want \" last!\"", rest)
 	}
 }
