@@ -156,7 +156,9 @@ func (a *attempt) finish(retried bool) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
-	a.e.stats[a.i].inflight.Add(-1)
+	// Last, when the try's outcome is counted: a reader that sees no try
+	// in flight sees its outcome.
+	defer a.e.stats[a.i].inflight.Add(-1)
 	var lat time.Duration
 	answered, failedReq := false, false
 	if a.repl != nil {
