@@ -18,8 +18,8 @@ import "math"
 // ketama point and goes to the first available member below its cap. While
 // loads are light that is the ketama member, so keys keep their backend (and
 // its caches); a hot key or a slow backend spills over to the next members on
-// the ring instead of piling up. The in-flight counts are the ones the caller
-// reports with Start and Done.
+// the ring instead of piling up. The in-flight counts are the balancer's own
+// (Pick begins a request, Done ends it).
 //
 // Since c > 1 the caps add up to more than T, so some member is below its
 // cap, and the walk finds one in O(1) expected steps. After boundedWalk ring

@@ -70,9 +70,10 @@ func (b *Balancer) Latency(i int) time.Duration {
 	return time.Duration(e)
 }
 
-// Requests returns the number of requests to backend i started (Start) so
-// far, over every balancer Update derived for its address; 0 for an index
-// out of range.
+// Requests returns the number of requests to backend i that a pick began
+// and counted so far (a balancer that counts requests: Traits.Counts, or a
+// backend with max_conns), over every balancer Update derived for its
+// address; 0 for an index out of range.
 func (b *Balancer) Requests(i int) int64 {
 	if i < 0 || i >= len(b.members) {
 		return 0

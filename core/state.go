@@ -116,7 +116,9 @@ func (b *Balancer) single() bool {
 	return b.backup == nil && len(b.primary.members) == 1
 }
 
-// InFlight returns the number of requests to backend i started and not done.
+// InFlight returns the number of requests to backend i that a pick began and
+// counted and that have not ended (a balancer that counts requests:
+// Traits.Counts, or a backend with max_conns; 0 otherwise).
 func (b *Balancer) InFlight(i int) int64 {
 	if i < 0 || i >= len(b.members) {
 		return 0
@@ -126,9 +128,8 @@ func (b *Balancer) InFlight(i int) int64 {
 
 // Fails returns nginx's failure count of backend i: failed requests since
 // its failures were last cleared (by a success after a probe, or because it
-// is the only backend). A caller that reports only some requests to Done
-// (see Start) must still report a success of a backend with failures, so
-// that the backend recovers.
+// is the only backend). A pick of a backend with failures gives a ticket
+// that is not 0, so that its success reaches Done and the backend recovers.
 func (b *Balancer) Fails(i int) int64 {
 	if uint(i) >= uint(len(b.members)) {
 		return 0
