@@ -448,7 +448,7 @@ func waitIdle(t testing.TB, p *policy) {
 }
 
 // weighted_least_conn starts an attempt at each pick and ends it with the
-// request, or at the request's next Select (a retry): Start and Done pair.
+// request, or at the request's next Select (a retry): each pick is ended by one Done.
 func TestLeastConnAttemptsPair(t *testing.T) {
 	m := &WeightedLeastConn{}
 	provision(t, m, &health{})

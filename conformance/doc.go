@@ -27,7 +27,7 @@
 //     connections and nginx shares out by smooth weighted round robin, and
 //     with requests held in flight, so that connection counts differ;
 //   - max_conns: servers filled by held requests are skipped by every method
-//     (core learns of the requests in flight through Start and Done);
+//     (core counts the requests in flight from the pick to its Done);
 //   - backends on [::1] beside 127.0.0.1, whose names ketama hashes with
 //     their brackets;
 //   - the lbsim command line: "lbsim pick" prints what nginx picked;

@@ -79,8 +79,8 @@ func (s server) params() string {
 // nginx picks for request i holds its answer until the request is released,
 // which happens just before request j for every i in releases[j] (all still
 // held are released after the last request). Those in-flight requests are
-// what least_conn counts and max_conns limits; core is told of them through
-// Start and Done.
+// what least_conn counts and max_conns limits; core counts them from the
+// pick to its Done.
 type upstream struct {
 	name     string // upstream block name and location path
 	method   method

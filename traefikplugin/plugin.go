@@ -45,7 +45,7 @@ type Plugin struct {
 	keyKind  int
 	table    bool           // no key to read: serveTable serves (the counted strategies go to serveCounted first)
 	keepBody bool           // retries are allowed: a request's body is kept for them
-	track    bool           // Start and Done on every request (the balancer counts requests in flight)
+	track    bool           // Done on every request (the balancer counts requests in flight or times them)
 	failures bool           // servers have maxFails: failures and the successes after them go to Done
 	timed    bool           // Done needs the request's latency (fair)
 	counted  bool           // track with no key, which serveCounted serves (not url_hash's bounded mode, which counts over all servers and hashes)

@@ -59,7 +59,7 @@ func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
 // BenchmarkPluginServeHTTP measures the interpreted plugin's work per
-// request at 10 servers with proxying stubbed out: key, pick, Start/Done,
+// request at 10 servers with proxying stubbed out: key, pick, Done,
 // the attempt bookkeeping. For smooth_wrr it also measures the balancer's
 // share alone: the pick, and Start with Done.
 func BenchmarkPluginServeHTTP(b *testing.B) {
