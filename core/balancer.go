@@ -231,16 +231,6 @@ func checkOptions(c *Config) error {
 	return nil
 }
 
-// pickKey is the pick for key with no caller's filter: the group's
-// published table while it is steady (see table.go), the strategy's full
-// pick otherwise.
-func pickKey(b *Balancer, key string) int {
-	if i := pickTable(b, key); i != noAnswer {
-		return i
-	}
-	return pickFrom(b, request{key: key, b: b})
-}
-
 // pickFrom asks the strategy, of the primary group and then of the backups,
 // and returns the backend index or -1. The request travels by value: a
 // pointer passed through the strategy interface would escape and cost an

@@ -76,7 +76,7 @@ func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 		}
 		i = pickFrom(b, request{key: key, b: b})
 	} else {
-		i = pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version, versioned: f.Version != 0})
+		i = pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version})
 	}
 	if i < 0 {
 		return -1, 0

@@ -156,7 +156,7 @@ func pickSmoothWRR(s *smoothWRR, g *group, r *request) int {
 				return int(o.table[o.cur.take(1)])
 			}
 		} else if o, _ := s.learned.Load().(*orbit); o != nil && onOrbit(s, g, r, o) {
-			if pos := int(o.table[o.cur.take(1)]); !r.versioned || usable(r, g.members[pos]) {
+			if pos := int(o.table[o.cur.take(1)]); r.version == 0 || usable(r, g.members[pos]) {
 				return pos
 			}
 			// The caller's answers changed under one version: the entry is
@@ -176,7 +176,7 @@ func onOrbit(s *smoothWRR, g *group, r *request, o *orbit) bool {
 	if o.in == nil {
 		return allEligible(g, r)
 	}
-	if r.versioned && o.versioned && r.version == o.version && o.quiet && isQuiet(g) {
+	if r.version != 0 && o.versioned && r.version == o.version && o.quiet && isQuiet(g) {
 		return true
 	}
 	for i, m := range g.members {
@@ -195,7 +195,7 @@ func onOrbit(s *smoothWRR, g *group, r *request, o *orbit) bool {
 			return false
 		}
 	}
-	if r.versioned && o.quiet && isQuiet(g) {
+	if r.version != 0 && o.quiet && isQuiet(g) {
 		c := *o // the slices and the cursor are shared: none changes
 		c.version, c.versioned = r.version, true
 		s.learned.CompareAndSwap(o, &c)
@@ -347,7 +347,7 @@ func record(s *smoothWRR, g *group, r *request, best int) {
 	}
 	s.recTable[s.rec] = int32(best)
 	s.rec++
-	s.recVersioned = s.recVersioned && r.versioned
+	s.recVersioned = s.recVersioned && r.version != 0
 	s.recVersion = r.version
 	s.recQuiet = s.recQuiet && isQuiet(g)
 	if s.rec < s.recPeriod {
@@ -420,7 +420,7 @@ func startRecord(s *smoothWRR, g *group, r *request, best int) bool {
 	s.recBase[best] += sm.partTotal
 	s.recSet, s.recTotal = sm.set, sm.partTotal
 	s.recPeriod = int(sm.partTotal / smoothUnit / d) // at most the canonical period
-	s.recVersioned, s.recQuiet = r.versioned, true
+	s.recVersioned, s.recQuiet = r.version != 0, true
 	return true
 }
 

@@ -66,3 +66,20 @@ func (b *Balancer) release(i int, latency time.Duration, failed bool) {
 	}
 	Done(b, i, 1, latency, failed)
 }
+
+// pickKey is Pick's choice for key with no filter, without beginning the
+// request: the group's table while it is steady (see table.go), the
+// strategy's full pick otherwise.
+func pickKey(b *Balancer, key string) int {
+	if i := pickTable(b, key); i != noAnswer {
+		return i
+	}
+	return pickFrom(b, request{key: key, b: b})
+}
+
+// isSteady reports whether every member currently weighs what it is
+// configured to weigh (the gate's count of unsteady members is 0).
+func isSteady(g *group) bool { return g.sched.gate.Load()>>modeBits == 0 }
+
+// unsteady returns the number of unsteady members.
+func (g *group) unsteady() int { return int(g.sched.gate.Load() >> modeBits) }

@@ -281,13 +281,6 @@ func isQuiet(g *group) bool {
 	return !g.capped && g.watch.Load() == 0
 }
 
-// isSteady reports whether every member currently weighs what it is
-// configured to weigh, so that precomputed schedules are exact.
-func isSteady(g *group) bool { return g.sched.gate.Load()>>modeBits == 0 }
-
-// unsteady returns the number of unsteady members.
-func (g *group) unsteady() int { return int(g.sched.gate.Load() >> modeBits) }
-
 // addUnsteady changes the number of unsteady members by d.
 func (g *group) addUnsteady(d int64) { g.sched.gate.Add(d << modeBits) }
 
@@ -391,9 +384,8 @@ type request struct {
 	avail func(int) bool
 	b     *Balancer
 	nowNs int64 // 0 until read
-	// version is avail's version when versioned (Filter.Version).
-	version   uint64
-	versioned bool
+	// version is avail's version (Filter.Version); 0: none.
+	version uint64
 }
 
 // now returns the pick's time (a clockNano reading), reading the clock once.
