@@ -213,7 +213,9 @@ func TestAbandonedIsNotFailure(t *testing.T) {
 
 // What the tracking policies time is Caddy's upstream latency (to the
 // response headers), not the life of the client's request: an answer in
-// 2 ms whose body streams for 40 ms more counts 2 ms.
+// 2 ms whose body streams for 40 ms more counts 2 ms. (Which upstreams
+// fair's first three picks reach is its weighted draw's: every upstream
+// picked is checked.)
 func TestAttemptTimesUpstreamLatency(t *testing.T) {
 	m := &Fair{}
 	provision(t, m, &health{})
@@ -227,10 +229,18 @@ func TestAttemptTimesUpstreamLatency(t *testing.T) {
 	}
 	waitIdle(t, &m.p)
 	bal, _, stats := m.p.current()
+	picks := int64(0)
 	for i := 0; i < bal.Len(); i++ {
+		if stats[i].picks.Load() == 0 {
+			continue
+		}
+		picks += stats[i].picks.Load()
 		if l, avg := bal.Latency(i), time.Duration(stats[i].latency.Load()); l != 2*time.Millisecond || avg != 2*time.Millisecond {
 			t.Errorf("%s: estimate %v, average %v; want the upstream's 2ms", names[bal.Backend(i).Address], l, avg)
 		}
+	}
+	if picks != 3 {
+		t.Errorf("%d picks counted, want the 3 tries", picks)
 	}
 }
 
