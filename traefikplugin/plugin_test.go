@@ -194,7 +194,10 @@ func TestWriterIdentity(t *testing.T) {
 			p := newPlugin(t, cfg)
 			forget(t.Name()) // the next case starts afresh
 			var codes []int
-			for k := 0; k < 4; k++ {
+			// Four requests at least; more until the refusing server was
+			// tried, since fair's first picks go by weighted draw and need
+			// not reach it in four (one chance in 2^64 of missing it).
+			for k := 0; k < 64 && (k < 4 || p.bal.Load().(*balancer).Fails(0) == 0); k++ {
 				rec := httptest.NewRecorder()
 				var w http.ResponseWriter = wrapped{IValue: rec}
 				if writer == "opaque" {
