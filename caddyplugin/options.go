@@ -58,6 +58,11 @@ type Options struct {
 	// proxy_next_upstream. Outside fair it needs max_fails.
 	FailStatus []int `json:"fail_status,omitempty"`
 
+	// Sticky is nginx's sticky sessions: a request bound to an upstream
+	// (by a cookie, a route it carries, or a learnt session) goes there
+	// while it can take it.
+	Sticky *StickyOptions `json:"sticky,omitempty"`
+
 	// policy is the module's name (for errors); the rest is the strategy's
 	// core.Traits, which setup sets: hashed says it refuses slow starts (a
 	// hash policy), fair that it times answers (and so follows failures
@@ -66,6 +71,10 @@ type Options struct {
 	hashed      bool
 	fair        bool
 	defaultFail string
+	// sticky is Sticky compiled (setup sets it); scheme is the upstreams'
+	// URL scheme, which Traefik's cookie value hashes.
+	sticky *stickiness
+	scheme string
 }
 
 // UpstreamOptions are the settings of one upstream, named by its dial address.
@@ -101,6 +110,15 @@ type UpstreamOptions struct {
 	// this many requests at once (counted by this policy; Caddy's own
 	// max_requests counts all of the upstream's). 0: no cap.
 	MaxConns int `json:"max_conns,omitempty"`
+
+	// Route is nginx's route=: the upstream's sticky id, which a sticky
+	// cookie or route names it by. Default: the MD5 of its address (or, for
+	// a sticky cookie, its value mode's value). At most 32 bytes.
+	Route string `json:"route,omitempty"`
+
+	// Drain is nginx's drain: the upstream takes only the requests bound
+	// to it by sticky sessions.
+	Drain bool `json:"drain,omitempty"`
 }
 
 // optionParser handles the Caddyfile subdirectives that only one policy has.
@@ -112,7 +130,9 @@ type optionParser func(d *caddyfile.Dispenser, name string) (bool, error)
 // ones in policyWide also have a policy-wide form, `<name> <value>`.
 type addressOption struct {
 	name string
-	flag bool // no value: one or more addresses
+	// on sets a flag (an option without value, for one or more
+	// addresses) in u; nil for the options with a value.
+	on func(u *UpstreamOptions)
 	// set parses value into u; what names the option in errors. Not
 	// called for flags.
 	set func(u *UpstreamOptions, what, value string) error
@@ -128,8 +148,14 @@ var addressOptions = []addressOption{
 			u.Weight, err = parseWeight(value, what)
 			return err
 		}},
-	{name: "backup", flag: true, given: func(u UpstreamOptions) bool { return u.Backup }},
-	{name: "down", flag: true, given: func(u UpstreamOptions) bool { return u.Down }},
+	{name: "backup", on: func(u *UpstreamOptions) { u.Backup = true }, given: func(u UpstreamOptions) bool { return u.Backup }},
+	{name: "down", on: func(u *UpstreamOptions) { u.Down = true }, given: func(u UpstreamOptions) bool { return u.Down }},
+	{name: "drain", on: func(u *UpstreamOptions) { u.Drain = true }, given: func(u UpstreamOptions) bool { return u.Drain }},
+	{name: "route", given: func(u UpstreamOptions) bool { return u.Route != "" },
+		set: func(u *UpstreamOptions, what, value string) error {
+			u.Route = value
+			return checkRoute(what, value)
+		}},
 	{name: "slow_start", given: func(u UpstreamOptions) bool { return u.SlowStart != 0 },
 		set: func(u *UpstreamOptions, what, value string) (err error) {
 			u.SlowStart, err = parseDuration(value, what)
@@ -180,6 +206,9 @@ func (o *Options) setWide(u UpstreamOptions) {
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
 //		fail_status  <status|class>...
+//		route        <address> <id>
+//		drain        <address>...
+//		sticky       cookie|route|learn ... (see unmarshalSticky)
 //		<policy options>
 //	}
 //
@@ -214,6 +243,17 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 			}
 			continue
 		}
+		if name == "sticky" {
+			if err := once(name); err != nil {
+				return err
+			}
+			s, err := unmarshalSticky(d)
+			if err != nil {
+				return fmt.Errorf("lb_policy %s: %w", policy, err)
+			}
+			o.Sticky = s
+			continue
+		}
 		if name == "fail_status" {
 			if err := once(name); err != nil {
 				return err
@@ -244,7 +284,7 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 		if len(args) == 0 {
 			return d.Errf("lb_policy %s: %s: missing the upstream address", policy, name)
 		}
-		if opt.flag {
+		if opt.on != nil {
 			for _, addr := range args {
 				if err := checkOptionDial(name, addr); err != nil {
 					return d.Errf("lb_policy %s: %v", policy, err)
@@ -253,11 +293,7 @@ func (o *Options) unmarshal(d *caddyfile.Dispenser, extra optionParser) error {
 					return err
 				}
 				u := o.upstream(addr)
-				if name == "backup" {
-					u.Backup = true
-				} else {
-					u.Down = true
-				}
+				opt.on(&u)
 				o.Upstreams[addr] = u
 			}
 			continue
@@ -444,9 +480,20 @@ func (o *Options) validate() error {
 	if err := o.checkFailStatus(); err != nil {
 		return err
 	}
+	o.sticky = nil
+	if o.Sticky != nil {
+		st, err := o.Sticky.compile(o.scheme)
+		if err != nil {
+			return err
+		}
+		o.sticky = st
+	}
 	for _, addr := range o.addresses() {
 		u := o.Upstreams[addr]
 		if err := checkOptionDial(given(u), addr); err != nil {
+			return err
+		}
+		if err := checkRoute("route "+addr, u.Route); u.Route != "" && err != nil {
 			return err
 		}
 		switch {
@@ -456,6 +503,9 @@ func (o *Options) validate() error {
 			return fmt.Errorf("weight %s: give weights by position or by address, not both", addr)
 		case u.Backup && u.Down:
 			return fmt.Errorf("backup and down %s: an upstream is a backup or down, not both", addr)
+		case u.Down && u.Drain:
+			return fmt.Errorf("down and drain %s: an upstream is down or draining, not both (nginx keeps the one written last)", addr)
+
 		case u.SlowStart < 0:
 			return fmt.Errorf("slow_start %s %v: must not be negative", addr, time.Duration(u.SlowStart))
 		case u.SlowStart != 0 && o.hashed:
@@ -522,6 +572,8 @@ func (o *Options) backends(dials []string) ([]core.Backend, error) {
 			}
 			b.Backup = u.Backup
 			b.Down = u.Down
+			b.Drain = u.Drain
+			b.Route = u.Route
 			b.SlowStart = time.Duration(u.SlowStart)
 			if u.MaxFails != 0 {
 				b.MaxFails = u.MaxFails
@@ -532,6 +584,9 @@ func (o *Options) backends(dials []string) ([]core.Backend, error) {
 			if u.MaxConns != 0 {
 				b.MaxConns = u.MaxConns
 			}
+		}
+		if b.Route == "" && o.sticky != nil && o.sticky.value != nil {
+			b.Route = o.sticky.value(dial)
 		}
 		out[i] = b
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // maxPoolSets bounds how many distinct upstream sets a policy keeps a
@@ -90,6 +91,10 @@ type policy struct {
 	rounds bool
 
 	logger *zap.Logger
+
+	// sessions is sticky learn's table (shared with the policies of the
+	// same identity, see pools.learnTable); nil without sticky learn.
+	sessions *sticky.Sessions
 
 	// cur is the snapshot for the pool Select saw last; the fast path is
 	// one atomic load and a comparison of the pool's slice header.
@@ -200,16 +205,38 @@ func (p *policy) setup(ctx caddy.Context, name string, opts *Options, cfg core.C
 	// tries and max_conns tries in flight: the balancer must hear of every
 	// one.
 	p.track = traits.Counts || traits.Times || opts.tracks()
+	h := handlerOf(ctx)
+	opts.scheme = upstreamScheme(h)
 	if err := opts.validate(); err != nil {
 		return fmt.Errorf("lb_policy %s: %v", name, err)
 	}
-	h := handlerOf(ctx)
+	if opts.Sticky != nil && p.fallback != nil {
+		return fmt.Errorf("lb_policy %s: sticky and fallback: the fallback policy would pick without the sticky binding; without fallback a request with an empty key goes to nginx's round robin, which keeps it", name)
+	}
 	// Registered before the first balancer is built: that takes up the
 	// state of the same policy in the config being replaced.
 	if err := register(p, ctx, h); err != nil {
 		return err
 	}
+	if st := opts.sticky; st != nil && st.learn != nil {
+		p.sessions = p.learnTable(st.learn)
+		if st.learn.Header {
+			p.logger.Warn("sticky learn header: Caddy tells a selection policy of a request's end only, so a session is learnt when the request ends, as without header",
+				zap.String("policy", p.id))
+		}
+	}
 	return p.checkAgainstHandler(h)
+}
+
+// upstreamScheme is the scheme of the upstreams' URLs: https when the
+// reverse proxy's transport speaks TLS.
+func upstreamScheme(h *reverseproxy.Handler) string {
+	if h != nil {
+		if t, ok := h.Transport.(*reverseproxy.HTTPTransport); ok && t.TLS != nil {
+			return "https"
+		}
+	}
+	return "http"
 }
 
 // handlerOf returns the reverse proxy being provisioned (for url_hash's
@@ -301,6 +328,10 @@ func (p *policy) cleanup() error {
 // lb_try_duration, whose point is to wait for an upstream to come back, a
 // request that has tried them all starts a new round instead.) w goes to
 // the fallback policy, which may set a cookie (Caddy's cookie policy does).
+//
+// With sticky sessions, the request's sticky id binds it (core.Filter.Sticky)
+// and a sticky cookie naming the upstream chosen goes on w: one header per
+// request, which a retry rewrites, as nginx's.
 func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
 	if len(pool) == 0 {
 		return nil
@@ -321,24 +352,38 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.Re
 	}
 	var vars map[string]any // nil: nothing to remember (see remember)
 	var tried []string
+	var prev *attempt
 	if p.retries {
 		vars, _ = r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-		if prev := vars[p.attemptVar]; prev != nil {
-			tried = retrying(prev)
+		if v := vars[p.attemptVar]; v != nil {
+			tried, prev = retrying(v)
 		}
 	}
-	i, t := p.choose(s, key, untried(e, tried))
+	var b binding
+	if st := p.opts.sticky; st != nil {
+		b.id, b.session = st.requestID(r, p.sessions, time.Now())
+	}
+	i, t := p.choose(s, key, b.id, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
 		tried = nil
-		i, t = p.choose(s, key, nil)
+		i, t = p.choose(s, key, b.id, nil)
 	}
 	if i < 0 {
 		return nil
 	}
 	u := s.ups[i]
-	p.remember(vars, r, e, i, t, u, tried)
+	if st := p.opts.sticky; st != nil && st.cookie != nil && w != nil {
+		b.cookie = st.cookie.Header(e.bal.ID(i), time.Now())
+		setCookie(w.Header(), prev.setCookie(), b.cookie)
+	}
+	p.remember(vars, r, e, i, t, u, tried, b)
 	return u
 }
+
+// binding is what sticky sessions keep of a request's try: the sticky id
+// it carried, the session it looked up (sticky learn) and the Set-Cookie
+// value the try set (sticky cookie).
+type binding struct{ id, session, cookie string }
 
 // untried returns the predicate that leaves out the backends of e that the
 // request has tried, or nil when none of them is in e.
@@ -374,15 +419,16 @@ func both(f, g func(int) bool) func(int) bool {
 }
 
 // choose returns the backend index of the pick among those allow accepts
-// (nil: all), or -1 when none is available, with the request's ticket (see
+// (nil: all), the request bound by the sticky id (core.Filter.Sticky, ""
+// none), or -1 when none is available, with the request's ticket (see
 // core.Pick), and counts the pick. See seen for what it asks Caddy when.
-func (p *policy) choose(s *snapshot, key string, allow func(int) bool) (int, core.Ticket) {
+func (p *policy) choose(s *snapshot, key, id string, allow func(int) bool) (int, core.Ticket) {
 	e := s.entry
 	h := &e.health
 	// The pick leaves out the upstreams seen unhealthy. With none, and no
 	// upstream tried, it has no filter at all: O(1) for the scheduled
 	// strategies.
-	var f core.Filter
+	f := core.Filter{Sticky: id}
 	if h.count.Load() != 0 {
 		// Look at the clock every time, so that a recovery is seen
 		// within healthRefresh.
@@ -398,7 +444,7 @@ func (p *policy) choose(s *snapshot, key string, allow func(int) bool) (int, cor
 	quiet := f.Allow == nil
 	if allow != nil {
 		// A retry's filter is its own: ask about every upstream.
-		f = core.Filter{Allow: both(allow, f.Allow)}
+		f = core.Filter{Allow: both(allow, f.Allow), Sticky: id}
 	}
 	i, t := core.Pick(e.bal, key, f)
 	if i >= 0 {
@@ -424,7 +470,7 @@ func (p *policy) choose(s *snapshot, key string, allow func(int) bool) (int, cor
 		return -1, 0
 	}
 	// Pick again among the upstreams Caddy says are available now.
-	i, t = core.Pick(e.bal, key, core.Filter{Allow: both(allow, s.avail)})
+	i, t = core.Pick(e.bal, key, core.Filter{Allow: both(allow, s.avail), Sticky: id})
 	if i < 0 {
 		return -1, 0
 	}

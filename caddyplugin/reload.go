@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // releaseGrace is how long the state of a policy identity outlives the last
@@ -30,6 +31,11 @@ type pools struct {
 	// change (see strategyKey); config is everything the policy is built
 	// from (see identify).
 	strategy, config string
+
+	// sessions is sticky learn's table, kept across reloads as the
+	// balancers are, for as long as its bounds (learned) stay the same.
+	sessions *sticky.Sessions
+	learned  string
 }
 
 func newPools(strategy, config string) *pools {
@@ -57,7 +63,20 @@ func (ps *pools) successor(strategy, config string) *pools {
 	if ps.strategy == strategy {
 		next.all = ps.all
 	}
+	next.sessions, next.learned = ps.sessions, ps.learned
 	return next
+}
+
+// learnTable returns the sticky learn table of l's bounds: the one these
+// pools have when its bounds are the same, else a new one.
+func (ps *pools) learnTable(l *StickyLearn) *sticky.Sessions {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if k := learnKey(l); ps.sessions == nil || ps.learned != k {
+		ps.sessions = sticky.NewSessions(time.Duration(l.Timeout), l.MaxSessions)
+		ps.learned = k
+	}
+	return ps.sessions
 }
 
 // strategyKey is what core's Update cannot change: the strategy and its

@@ -3,6 +3,7 @@ package caddyplugin
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // What a policy remembers of a request lives in the request's variables
@@ -49,20 +51,64 @@ import (
 // cancelled before the upstream answered (the client went away): that says
 // nothing about the upstream and is not a failure.
 type attempt struct {
-	dial  string   // the upstream tried
-	tried []string // the upstreams of the request's earlier tries, in order
+	dial   string   // the upstream tried
+	tried  []string // the upstreams of the request's earlier tries, in order
+	cookie string   // the sticky Set-Cookie value this try set, "" none
 
-	// The rest is set for tracking policies only (e != nil).
+	// The rest is set for the attempts that hear of their end (stop !=
+	// nil): e for tracking policies, learn for sticky learn.
 	e     *poolEntry
 	i     int
 	t     core.Ticket
 	fail  []int // the policy's failStatus
+	learn *learning
 	start time.Time
 	repl  *caddy.Replacer
 	lat0  time.Duration // the upstream latency placeholder before this try
 	had   struct{ lat, err bool }
 	done  atomic.Bool
 	stop  func() bool // unregisters the context callback
+}
+
+// learning is what sticky learn needs at a try's end: where the session's
+// id is, the session the request looked up, and the upstream's sticky id.
+type learning struct {
+	sessions *sticky.Sessions
+	create   []sticky.Source
+	r        *http.Request // what the request sources of create read
+	session  string
+	id       string
+}
+
+// learn binds the session of a try the upstream answered to its upstream,
+// as nginx does when a request ends.
+func (l *learning) learn(repl *caddy.Replacer) {
+	get := func(string) (any, bool) { return nil, false }
+	if repl != nil {
+		get = repl.Get
+	}
+	create := sticky.First(l.create, l.r, upstreamHeader(l.create, get))
+	l.sessions.Learn(create, l.session, l.id, time.Now())
+}
+
+// learnRequest is what create's request sources read of r, copied at
+// Select so that nothing reads r at the request's end.
+func learnRequest(create []sticky.Source, r *http.Request) *http.Request {
+	for _, s := range create {
+		if !s.Upstream() {
+			u := *r.URL
+			return &http.Request{URL: &u, Header: r.Header.Clone()}
+		}
+	}
+	return &http.Request{URL: &url.URL{}, Header: http.Header{}}
+}
+
+// setCookie returns the Set-Cookie value the try set, "" for none (or nil).
+func (a *attempt) setCookie() string {
+	if a == nil {
+		return ""
+	}
+	return a.cookie
 }
 
 // Placeholders Caddy sets that tell how a try went.
@@ -74,38 +120,48 @@ const (
 
 // retrying is called for a request the policy has seen before, with what it
 // remembered (see above). It ends the previous try as failed and returns the
-// dial addresses the request has tried, in order.
-func retrying(prev any) []string {
+// dial addresses the request has tried, in order, and the previous try's
+// attempt (nil if it kept none).
+func retrying(prev any) ([]string, *attempt) {
 	switch a := prev.(type) {
 	case *reverseproxy.Upstream:
-		return []string{a.Dial}
+		return []string{a.Dial}, nil
 	case *attempt:
-		if a.e != nil {
+		if a.stop != nil {
 			a.stop()
 			a.finish(true)
 		}
-		return append(a.tried[:len(a.tried):len(a.tried)], a.dial)
+		return append(a.tried[:len(a.tried):len(a.tried)], a.dial), a
 	}
-	return nil
+	return nil, nil
 }
 
 // remember records the pick of u (backend i of e) for request r, whose
-// variables are vars; tried are the request's earlier tries. A tracking
-// policy starts an attempt and arranges for its end.
-func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, t core.Ticket, u *reverseproxy.Upstream, tried []string) {
-	if !p.track && t == 0 {
-		if vars == nil {
-			return // no retries, or outside Caddy's HTTP server: nothing to remember
-		}
-		if tried == nil {
+// variables are vars; tried are the request's earlier tries, b its sticky
+// binding. A tracking policy, and one with sticky learn, starts an attempt
+// and arranges for its end.
+func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i int, t core.Ticket, u *reverseproxy.Upstream, tried []string, b binding) {
+	count := p.track || t != 0
+	if !count && p.sessions == nil {
+		switch {
+		case vars == nil:
+			// no retries, or outside Caddy's HTTP server: nothing to remember
+		case tried == nil && b.cookie == "":
 			vars[p.attemptVar] = u
-		} else {
-			vars[p.attemptVar] = &attempt{dial: u.Dial, tried: tried}
+		default:
+			vars[p.attemptVar] = &attempt{dial: u.Dial, tried: tried, cookie: b.cookie}
 		}
 		return
 	}
 	ctx := r.Context()
-	a := &attempt{dial: u.Dial, tried: tried, e: e, i: i, t: t, fail: p.failStatus, start: time.Now()}
+	a := &attempt{dial: u.Dial, tried: tried, cookie: b.cookie, start: time.Now()}
+	if count {
+		a.e, a.i, a.t, a.fail = e, i, t, p.failStatus
+	}
+	if p.sessions != nil {
+		create := p.opts.sticky.create
+		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i)}
+	}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
 		a.lat0, a.had.lat = upstreamLatency(a.repl)
 		_, a.had.err = a.repl.Get(errorPlaceholder)
@@ -113,7 +169,9 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 	if vars != nil {
 		vars[p.attemptVar] = a
 	}
-	e.stats[i].inflight.Add(1)
+	if count {
+		e.stats[i].inflight.Add(1)
+	}
 	a.stop = context.AfterFunc(ctx, a.ended)
 }
 
@@ -156,22 +214,16 @@ func (a *attempt) finish(retried bool) {
 	if !a.done.CompareAndSwap(false, true) {
 		return
 	}
+	lat, answered, failedReq := a.outcome(retried)
+	if a.learn != nil && answered && !retried {
+		a.learn.learn(a.repl)
+	}
+	if a.e == nil {
+		return
+	}
 	// Last, when the try's outcome is counted: a reader that sees no try
 	// in flight sees its outcome.
 	defer a.e.stats[a.i].inflight.Add(-1)
-	var lat time.Duration
-	answered, failedReq := false, false
-	if a.repl != nil {
-		// A new value of the placeholder is this try's: Caddy sets it
-		// when the upstream's response headers arrive.
-		if d, ok := upstreamLatency(a.repl); ok && (!a.had.lat || d != a.lat0) {
-			lat, answered = d, true
-		}
-		_, failedReq = a.repl.Get(errorPlaceholder)
-		failedReq = failedReq && !a.had.err
-	} else {
-		lat, answered = time.Since(a.start), !retried
-	}
 	switch {
 	case answered:
 		failed := retried || a.failingStatus()
@@ -193,4 +245,21 @@ func (a *attempt) finish(retried bool) {
 		}
 		core.Done(a.e.bal, a.i, a.t, d, false)
 	}
+}
+
+// outcome reads how the try went: its latency and whether the upstream
+// answered it, and whether the request ended with an error (see attempt).
+func (a *attempt) outcome(retried bool) (lat time.Duration, answered, failedReq bool) {
+	if a.repl != nil {
+		// A new value of the placeholder is this try's: Caddy sets it
+		// when the upstream's response headers arrive.
+		if d, ok := upstreamLatency(a.repl); ok && (!a.had.lat || d != a.lat0) {
+			lat, answered = d, true
+		}
+		_, failedReq = a.repl.Get(errorPlaceholder)
+		failedReq = failedReq && !a.had.err
+	} else {
+		lat, answered = time.Since(a.start), !retried
+	}
+	return lat, answered, failedReq
 }
