@@ -95,6 +95,7 @@ type policy struct {
 	// sessions is sticky learn's table (shared with the policies of the
 	// same identity, see pools.learnTable); nil without sticky learn.
 	sessions *sticky.Sessions
+	pending  pendingLearns
 
 	// cur is the snapshot for the pool Select saw last; the fast path is
 	// one atomic load and a comparison of the pool's slice header.
@@ -361,6 +362,9 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.Re
 	}
 	var b binding
 	if st := p.opts.sticky; st != nil {
+		if p.sessions != nil {
+			p.pending.settle()
+		}
 		b.id, b.session = st.requestID(r, p.sessions, time.Now())
 	}
 	i, t := p.choose(s, key, b.id, untried(e, tried))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,48 @@ type learning struct {
 	r        *http.Request // what the request sources of create read
 	session  string
 	id       string
+	pending  *pendingLearns
+}
+
+// pendingLearns are a sticky learn policy's tries not yet learnt from.
+// A request's context is done before its connection reads the next
+// request, but the callback that learns runs on a goroutine of its own: a
+// client's next request could look its session up first. Select settles
+// the ended ones before it looks up, so that requests one after another
+// see what the earlier ones taught, as in nginx.
+type pendingLearns struct {
+	mu    sync.Mutex
+	tries map[*attempt]context.Context
+}
+
+func (pl *pendingLearns) add(a *attempt, ctx context.Context) {
+	pl.mu.Lock()
+	if pl.tries == nil {
+		pl.tries = make(map[*attempt]context.Context)
+	}
+	pl.tries[a] = ctx
+	pl.mu.Unlock()
+}
+
+func (pl *pendingLearns) remove(a *attempt) {
+	pl.mu.Lock()
+	delete(pl.tries, a)
+	pl.mu.Unlock()
+}
+
+// settle ends the tries whose request has ended.
+func (pl *pendingLearns) settle() {
+	var ended []*attempt
+	pl.mu.Lock()
+	for a, ctx := range pl.tries {
+		if ctx.Err() != nil {
+			ended = append(ended, a)
+		}
+	}
+	pl.mu.Unlock()
+	for _, a := range ended {
+		a.finish(false)
+	}
 }
 
 // learn binds the session of a try the upstream answered to its upstream,
@@ -160,7 +203,8 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 	}
 	if p.sessions != nil {
 		create := p.opts.sticky.create
-		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i)}
+		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i), pending: &p.pending}
+		p.pending.add(a, ctx)
 	}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
 		a.lat0, a.had.lat = upstreamLatency(a.repl)
@@ -215,8 +259,11 @@ func (a *attempt) finish(retried bool) {
 		return
 	}
 	lat, answered, failedReq := a.outcome(retried)
-	if a.learn != nil && answered && !retried {
-		a.learn.learn(a.repl)
+	if a.learn != nil {
+		a.learn.pending.remove(a)
+		if answered && !retried {
+			a.learn.learn(a.repl)
+		}
 	}
 	if a.e == nil {
 		return
