@@ -118,7 +118,9 @@ func TestStickySetCookieExpires(t *testing.T) {
 		{"max", func(time.Time) string {
 			return "srv=" + md5id("10.0.0.1:80") + "; expires=Thu, 31-Dec-37 23:55:55 GMT; max-age=315360000"
 		}},
-		{"0", func(now time.Time) string { return "srv=" + md5id("10.0.0.1:80") + "; expires=" + cookieDate(now) + "; max-age=0" }},
+		{"0", func(now time.Time) string {
+			return "srv=" + md5id("10.0.0.1:80") + "; expires=" + cookieDate(now) + "; max-age=0"
+		}},
 		{"1d12h", func(now time.Time) string {
 			return "srv=" + md5id("10.0.0.1:80") + "; expires=" + cookieDate(now.Add(36*time.Hour)) + "; max-age=129600"
 		}},
