@@ -95,7 +95,8 @@ type policy struct {
 	// sessions is sticky learn's table (shared with the policies of the
 	// same identity, see pools.learnTable); nil without sticky learn.
 	sessions *sticky.Sessions
-	pending  pendingLearns
+	// conns are the tries in flight by connection (see connTries).
+	conns connTries
 
 	// cur is the snapshot for the pool Select saw last; the fast path is
 	// one atomic load and a comparison of the pool's slice header.
@@ -361,10 +362,10 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.Re
 		}
 	}
 	var b binding
+	if p.track || p.sessions != nil {
+		p.conns.settle(r)
+	}
 	if st := p.opts.sticky; st != nil {
-		if p.sessions != nil {
-			p.pending.settle()
-		}
 		b.id, b.session = st.requestID(r, p.sessions, time.Now())
 	}
 	i, t := p.choose(s, key, b.id, untried(e, tried))

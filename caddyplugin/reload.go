@@ -33,9 +33,8 @@ type pools struct {
 	strategy, config string
 
 	// sessions is sticky learn's table, kept across reloads as the
-	// balancers are, for as long as its bounds (learned) stay the same.
+	// balancers are, for as long as its bounds stay the same.
 	sessions *sticky.Sessions
-	learned  string
 }
 
 func newPools(strategy, config string) *pools {
@@ -63,7 +62,7 @@ func (ps *pools) successor(strategy, config string) *pools {
 	if ps.strategy == strategy {
 		next.all = ps.all
 	}
-	next.sessions, next.learned = ps.sessions, ps.learned
+	next.sessions = ps.sessions
 	return next
 }
 
@@ -72,9 +71,8 @@ func (ps *pools) successor(strategy, config string) *pools {
 func (ps *pools) learnTable(l *StickyLearn) *sticky.Sessions {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if k := learnKey(l); ps.sessions == nil || ps.learned != k {
+	if s := ps.sessions; s == nil || s.Timeout() != time.Duration(l.Timeout) || s.Max() != l.MaxSessions {
 		ps.sessions = sticky.NewSessions(time.Duration(l.Timeout), l.MaxSessions)
-		ps.learned = k
 	}
 	return ps.sessions
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,9 +90,6 @@ const (
 	valueTraefik = "traefik"
 )
 
-// defaultMaxSessions is the size of nginx's 1 MB learn zone in sessions.
-const defaultMaxSessions = 8000
-
 // stickiness is StickyOptions checked and ready for requests.
 type stickiness struct {
 	cookie *sticky.Cookie // sticky cookie
@@ -131,7 +127,7 @@ func (s *StickyOptions) compile(scheme string) (*stickiness, error) {
 			l.Timeout = caddy.Duration(sticky.DefaultTimeout)
 		}
 		if l.MaxSessions == 0 {
-			l.MaxSessions = defaultMaxSessions
+			l.MaxSessions = sticky.DefaultMaxSessions
 		}
 		switch {
 		case len(l.Create) == 0:
@@ -160,22 +156,14 @@ func (s *StickyOptions) compile(scheme string) (*stickiness, error) {
 // compile checks the cookie's options and returns nginx's cookie and the
 // value function of its mode (nil: core's ids).
 func (c *StickyCookie) compile(scheme string) (*sticky.Cookie, func(string) string, error) {
-	if c.Name == "" {
-		return nil, nil, errors.New("sticky cookie: missing the cookie's name")
-	}
-	if i := strings.IndexFunc(c.Name, notTokenRune); i >= 0 {
-		return nil, nil, fmt.Errorf("sticky cookie %q: %q cannot be in a cookie's name", c.Name, c.Name[i])
-	}
 	out := &sticky.Cookie{Name: c.Name, Domain: c.Domain, Path: c.Path, HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: c.SameSite}
-	for _, a := range []struct{ what, v string }{{"domain", c.Domain}, {"path", c.Path}} {
-		if i := strings.IndexFunc(a.v, notValueRune); i >= 0 {
-			return nil, nil, fmt.Errorf("sticky cookie %s %q: %q cannot be in a cookie attribute", a.what, a.v, a.v[i])
-		}
-	}
 	if c.Expires != "" {
 		age, err := sticky.ParseExpires(c.Expires)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sticky cookie expires %q: want a time such as 1h or 1d12h, max, or 0", c.Expires)
+		}
+		if age == 0 {
+			age = -1 // nginx's expires=0: expires now
 		}
 		out.MaxAge = age
 	}
@@ -201,15 +189,6 @@ func (c *StickyCookie) compile(scheme string) (*sticky.Cookie, func(string) stri
 	}
 	return out, value, nil
 }
-
-// notTokenRune reports a rune that cannot be in a cookie's name (an HTTP
-// token).
-func notTokenRune(r rune) bool {
-	return r <= ' ' || r >= 0x7f || strings.ContainsRune(`()<>@,;:\"/[]?={}`, r)
-}
-
-// notValueRune reports a rune that would end or break a cookie attribute.
-func notValueRune(r rune) bool { return r < ' ' || r == 0x7f || r == ';' }
 
 // sources parses the sources of a sticky option (what names it in errors);
 // upstream says whether the upstream's answer may be read.
@@ -489,10 +468,4 @@ func splitSetCookie(joined string) []string {
 		out = append(out, strings.TrimLeft(piece, " "))
 	}
 	return out
-}
-
-// learnKey is what must match for a learn table to carry over to another
-// config: its bounds.
-func learnKey(l *StickyLearn) string {
-	return strconv.FormatInt(int64(l.Timeout), 10) + "/" + strconv.Itoa(l.MaxSessions)
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -67,8 +66,16 @@ type attempt struct {
 	repl  *caddy.Replacer
 	lat0  time.Duration // the upstream latency placeholder before this try
 	had   struct{ lat, err bool }
-	done  atomic.Bool
+	// mu is held while the try ends, so that a caller that finds it
+	// ending waits until it has (see connTries); ended says it has.
+	mu    sync.Mutex
+	ended bool
 	stop  func() bool // unregisters the context callback
+	// ctx is the request's context; remote its connection's address, by
+	// which conns knows the try (see connTries).
+	ctx    context.Context
+	remote string
+	conns  *connTries
 }
 
 // learning is what sticky learn needs at a try's end: where the session's
@@ -79,49 +86,37 @@ type learning struct {
 	r        *http.Request // what the request sources of create read
 	session  string
 	id       string
-	pending  *pendingLearns
 }
 
-// pendingLearns are a sticky learn policy's tries not yet learnt from.
-// A request's context is done before its connection reads the next
-// request, but the callback that learns runs on a goroutine of its own: a
-// client's next request could look its session up first. Select settles
-// the ended ones before it looks up, so that requests one after another
-// see what the earlier ones taught, as in nginx.
-type pendingLearns struct {
-	mu    sync.Mutex
-	tries map[*attempt]context.Context
-}
+// Tries in flight, by connection. A request's context is done before its
+// connection reads the next request, but the callback that ends its try
+// runs on a goroutine of its own: the next request on the connection
+// could be picked while the last one still counts in flight, or before a
+// session it created is learnt. So a Select first ends the try of its
+// connection's previous request if that request is over: requests one
+// after another see the earlier ones ended, as in nginx. (Requests of
+// other connections see a try end when its callback runs.)
+type connTries struct{ m sync.Map } // remote address -> *attempt
 
-func (pl *pendingLearns) add(a *attempt, ctx context.Context) {
-	pl.mu.Lock()
-	if pl.tries == nil {
-		pl.tries = make(map[*attempt]context.Context)
-	}
-	pl.tries[a] = ctx
-	pl.mu.Unlock()
-}
-
-func (pl *pendingLearns) remove(a *attempt) {
-	pl.mu.Lock()
-	delete(pl.tries, a)
-	pl.mu.Unlock()
-}
-
-// settle ends the tries whose request has ended.
-func (pl *pendingLearns) settle() {
-	var ended []*attempt
-	pl.mu.Lock()
-	for a, ctx := range pl.tries {
-		if ctx.Err() != nil {
-			ended = append(ended, a)
+// settle ends the try of r's connection's previous request, if that
+// request is over.
+func (c *connTries) settle(r *http.Request) {
+	if v, ok := c.m.Load(r.RemoteAddr); ok {
+		if a := v.(*attempt); a.ctx.Err() != nil {
+			a.stop()
+			a.finish(false)
 		}
 	}
-	pl.mu.Unlock()
-	for _, a := range ended {
-		a.finish(false)
-	}
 }
+
+// add records a as the latest try of its connection.
+func (c *connTries) add(a *attempt) {
+	a.conns = c
+	c.m.Store(a.remote, a)
+}
+
+// done forgets a, unless a later try of its connection replaced it.
+func (c *connTries) done(a *attempt) { c.m.CompareAndDelete(a.remote, a) }
 
 // learn binds the session of a try the upstream answered to its upstream,
 // as nginx does when a request ends.
@@ -203,8 +198,7 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 	}
 	if p.sessions != nil {
 		create := p.opts.sticky.create
-		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i), pending: &p.pending}
-		p.pending.add(a, ctx)
+		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i)}
 	}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {
 		a.lat0, a.had.lat = upstreamLatency(a.repl)
@@ -216,7 +210,9 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 	if count {
 		e.stats[i].inflight.Add(1)
 	}
-	a.stop = context.AfterFunc(ctx, a.ended)
+	a.ctx, a.remote = ctx, r.RemoteAddr
+	p.conns.add(a)
+	a.stop = context.AfterFunc(ctx, a.end)
 }
 
 // upstreamLatency reads Caddy's upstream latency placeholder.
@@ -249,21 +245,22 @@ func (a *attempt) failingStatus() bool {
 	return false
 }
 
-// ended runs when the request's context is done.
-func (a *attempt) ended() { a.finish(false) }
+// end runs when the request's context is done.
+func (a *attempt) end() { a.finish(false) }
 
 // finish reports the try's end once, however many paths reach it; retried
 // says that Caddy is retrying the request.
 func (a *attempt) finish(retried bool) {
-	if !a.done.CompareAndSwap(false, true) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
 		return
 	}
+	a.ended = true
 	lat, answered, failedReq := a.outcome(retried)
-	if a.learn != nil {
-		a.learn.pending.remove(a)
-		if answered && !retried {
-			a.learn.learn(a.repl)
-		}
+	a.conns.done(a)
+	if a.learn != nil && answered && !retried {
+		a.learn.learn(a.repl)
 	}
 	if a.e == nil {
 		return

@@ -372,6 +372,7 @@ type answer struct {
 	backend   string
 	setCookie []string
 	date      time.Time
+	closed    bool // the answer closed the connection
 	err       error
 }
 
@@ -390,7 +391,7 @@ func send(client *http.Client, c *stickyCase, ex *exchange) answer {
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
-	a := answer{status: res.StatusCode, setCookie: res.Header.Values("Set-Cookie"), err: err}
+	a := answer{status: res.StatusCode, setCookie: res.Header.Values("Set-Cookie"), closed: res.Close, err: err}
 	if res.StatusCode == http.StatusOK {
 		a.backend = string(body)
 	}
@@ -436,6 +437,7 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 		got  *answer
 	}
 	held := map[int]*flight{}
+	newConn := false // the last answer closed its connection
 	check := func(i int, ex *exchange, got answer) {
 		want := ex.Answer
 		status := want.Status
@@ -464,6 +466,14 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 			check(j, &c.Requests[j], got)
 			delete(held, j)
 		}
+		if len(ex.ReleaseBefore) > 0 || ex.Held || newConn {
+			// This request and the one before are on different
+			// connections: the policy sees a try end when the callback of
+			// its request's end runs, a moment after the answer (a
+			// request on the same connection ends the previous one's
+			// try first).
+			time.Sleep(50 * time.Millisecond)
+		}
 		if ex.PauseBeforeMS > 0 {
 			time.Sleep(time.Duration(ex.PauseBeforeMS) * time.Millisecond)
 		}
@@ -484,11 +494,31 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 			}
 			continue
 		}
-		check(i, ex, send(client, c, ex))
+		got := send(client, c, ex)
+		newConn = got.closed
+		check(i, ex, got)
 	}
 	for j, f := range held {
 		b.release(holdID(c.Requests[j].Target))
 		check(j, &c.Requests[j], <-f.done)
+	}
+}
+
+// waitServing waits (at most a second) until the new config's server
+// answers: the previous one's connections may be closing.
+func waitServing(t *testing.T) {
+	client := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	for try := 0; ; try++ {
+		res, err := client.Get("http://" + caddyAddr + "/not-a-case")
+		if err == nil {
+			res.Body.Close()
+			return
+		}
+		if try == 50 {
+			t.Fatalf("Caddy does not answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -539,6 +569,7 @@ func TestReplayStickyRecordings(t *testing.T) {
 		if err := caddy.Load(config(t, cases), true); err != nil {
 			t.Fatalf("%s: Caddy refuses the config: %v", fam.Family, err)
 		}
+		waitServing(t)
 		for _, c := range cases {
 			t.Run(fam.Family+"/"+c.Name, func(t *testing.T) { replay(t, b, c) })
 			replayed++
