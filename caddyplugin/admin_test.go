@@ -80,9 +80,15 @@ func TestAdminStateLatencyEstimate(t *testing.T) {
 	provision(t, m, &health{})
 	static := pool(abc...)
 	picked := map[string]bool{}
+	// Two requests at once: the second is picked while the first is in
+	// flight (ended, the first would be measured before the second pick).
+	var reqs []*http.Request
 	for i := 0; i < 2; i++ {
 		r := request("/", nil)
 		picked[m.Select(static, r, nil).Dial] = true
+		reqs = append(reqs, r)
+	}
+	for _, r := range reqs {
 		r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer).Set("http.reverse_proxy.upstream.latency", 3*time.Millisecond)
 		cancelRequest(r)
 	}

@@ -94,3 +94,36 @@ func TestFairAvoidsFastFailures(t *testing.T) {
 		t.Errorf("the upstream failing in 1ms got %d of %d picks (%v); want at most 5%%", got, n, picks)
 	}
 }
+
+// A Select ends the try of its connection's previous request, if that
+// request is over, before it picks: requests one after another on a
+// connection see the earlier ones out of flight, whenever the callback of
+// the earlier request's end runs. Requests of another connection are not
+// touched.
+func TestSelectEndsPreviousTryOfConnection(t *testing.T) {
+	m := &WeightedLeastConn{}
+	provision(t, m, &health{})
+	static := pool(abc...)
+	inflight := func() (sum int64) {
+		bal, _, _ := m.p.current()
+		for i := 0; i < bal.Len(); i++ {
+			sum += bal.InFlight(i)
+		}
+		return sum
+	}
+	other := request("/", nil)
+	other.RemoteAddr = "192.0.2.9:4321"
+	m.Select(static, other, nil) // in flight all along, on its own connection
+	for n := 0; n < 100; n++ {
+		r := request("/", nil)
+		if m.Select(static, r, nil) == nil {
+			t.Fatal("nil")
+		}
+		if got := inflight(); got != 2 {
+			t.Fatalf("request %d: %d tries in flight, want 2 (this one and the other connection's)", n, got)
+		}
+		cancelRequest(r)
+	}
+	cancelRequest(other)
+	waitIdle(t, &m.p)
+}
