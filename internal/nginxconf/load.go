@@ -295,11 +295,16 @@ func Load(ds []*Directive) (*Config, error) {
 	if https == 0 {
 		return nil, errorf(Pos{File: firstFile(ds), Line: 1}, "no http block: nothing to convert")
 	}
+	proxies := map[*Upstream]int{}
 	for i, p := range l.proxies {
 		if u := l.upstreams[l.proxyTo[i]]; u != nil && l.proxyTo[i] != "" {
 			p.Upstream, p.Addr = u, ""
 			u.used = true
+			proxies[u]++
 		}
+	}
+	for _, u := range l.c.Upstreams {
+		l.warnLearnShared(u, proxies[u])
 	}
 	for _, u := range l.c.Upstreams {
 		if !u.used {

@@ -385,6 +385,18 @@ func (l *loader) warnStickyNames(u *Upstream) {
 	}
 }
 
+// warnLearnShared warns when several locations proxy to an upstream with
+// sticky learn: nginx keeps one session table for the upstream, each
+// converted proxy (a reverse_proxy, a middleware) its own.
+func (l *loader) warnLearnShared(u *Upstream, proxies int) {
+	if u.Sticky == nil || u.Sticky.Learn == nil || proxies < 2 {
+		return
+	}
+	l.c.Warnings = append(l.c.Warnings, Warning{Pos: u.Sticky.Pos, Directive: "sticky", Msg: fmt.Sprintf(
+		"learn: %d locations proxy to upstream %s: nginx keeps one session table for it, the converted configuration one per location, "+
+			"so a session learned through one location binds no request of another", proxies, u.Name)})
+}
+
 // nginxSeconds writes seconds as an nginx time in days, hours, minutes
 // and seconds ("1d12h", "30m", "0"), which nginx's expires= and lbpack's
 // take.

@@ -467,6 +467,29 @@ func TestStickyErrors(t *testing.T) {
 	}
 }
 
+// TestStickyLearnShared: an upstream with sticky learn that several
+// locations proxy to is warned of: one session table in nginx, one per
+// location converted.
+func TestStickyLearnShared(t *testing.T) {
+	for _, c := range []struct {
+		locations string
+		want      string
+	}{
+		{"location /a { proxy_pass http://u; }", ""},
+		{"location /a { proxy_pass http://u; } location /b { proxy_pass http://u; }",
+			"nginx.conf:2: sticky: learn: 2 locations proxy to upstream u: nginx keeps one session table for it, the converted configuration one per location, so a session learned through one location binds no request of another\n"},
+	} {
+		conf := "http {\nupstream u { sticky learn create=$upstream_cookie_s lookup=$cookie_s zone=z:1m; server 10.0.0.1:80; }\nserver { " + c.locations + " }\n}\n"
+		cfg, err := load(t, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := warningsText(cfg.Warnings); got != c.want {
+			t.Errorf("%s: warnings\n%s\nwant\n%s", c.locations, got, c.want)
+		}
+	}
+}
+
 // stickyRecording is the part of a case of conformance/testdata/sticky the
 // converter reads (README.md there has the schema).
 type stickyRecording struct {
