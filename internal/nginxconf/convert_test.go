@@ -16,6 +16,16 @@ func load(t *testing.T, conf string) (*Config, error) {
 	return Load(ds)
 }
 
+// mustLoad is load for a configuration the test needs loaded.
+func mustLoad(t *testing.T, conf string) *Config {
+	t.Helper()
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // site wraps an upstream block in the smallest http block that uses it.
 func site(upstream string) string {
 	return "http {\n" + upstream + "\nserver { listen 8080; location / { proxy_pass http://u; } }\n}\n"
@@ -486,10 +496,7 @@ func TestTodaysNginx(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := load(t, site("upstream u {\n"+c.upstream+"\n}"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustLoad(t, site("upstream u {\n"+c.upstream+"\n}"))
 			caddy, cw := cfg.Caddyfile()
 			traefik, tw := cfg.Traefik()
 			for _, pair := range []struct {

@@ -20,10 +20,27 @@ func traefikPlugin(out string) string {
 	return out[start:end]
 }
 
+// policy is the lb_policy block a TestSticky case expects: its head, its
+// lines (nested ones with a leading tab), then nginx's default failure
+// settings.
+func policy(head string, lines ...string) string {
+	lines = append(lines, "# nginx's max_fails and fail_timeout (1 and 10s unless written)", "max_fails 1", "fail_timeout 10s")
+	return "lb_policy " + head + " {\n\t\t\t\t" + strings.Join(lines, "\n\t\t\t\t") + "\n\t\t\t}"
+}
+
+// plugin is the plugin's settings a TestSticky case expects, each line
+// indented as the middleware's keys are.
+func plugin(lines ...string) string {
+	return "          " + strings.Join(lines, "\n          ") + "\n"
+}
+
 // TestSticky: sticky in its three forms, drain and route= become the
 // hosts' options, exactly; each case also names the warnings Load gives,
 // exactly.
 func TestSticky(t *testing.T) {
+	two := []string{"servers:", "  - url: http://10.0.0.1:80", "  - url: http://10.0.0.2:80"}
+	one := []string{"servers:", "  - url: http://10.0.0.1:80"}
+	with := func(head []string, tail []string) []string { return append(append([]string(nil), head...), tail...) }
 	cases := []struct {
 		name, upstream string
 		caddy          string // the lb_policy block
@@ -33,328 +50,78 @@ func TestSticky(t *testing.T) {
 	}{
 		{"cookie with every attribute, in nginx's written order whatever the configured one",
 			" sticky cookie srv_id path=/app samesite=lax secure httponly domain=example.com expires=30m;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv_id {
-					expires 30m
-					domain example.com
-					path /app
-					httponly
-					secure
-					samesite lax
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv_id
-              maxAge: 1800
-              domain: example.com
-              path: /app
-              httpOnly: true
-              secure: true
-              sameSite: lax
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://10.0.0.2:80
-`, ""},
-		{"cookie without attributes, samesite in capitals as written",
-			" least_conn;\n sticky cookie srv samesite=Lax;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
-			`lb_policy weighted_least_conn {
-				# sticky (nginx.conf:4)
-				sticky cookie srv {
-					samesite Lax
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: least_conn
-          # sticky (nginx.conf:4)
-          sticky:
-            cookie:
-              name: srv
-              sameSite: Lax
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://10.0.0.2:80
-`, ""},
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv_id {", "\texpires 30m", "\tdomain example.com", "\tpath /app", "\thttponly", "\tsecure", "\tsamesite lax", "}"),
+			"lb_retries 1",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv_id", "    maxAge: 1800",
+				"    domain: example.com", "    path: /app", "    httpOnly: true", "    secure: true", "    sameSite: lax"}, two)...), ""},
+		{"cookie with samesite in capitals, as written", " least_conn;\n sticky cookie srv samesite=Lax;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
+			policy("weighted_least_conn", "# sticky (nginx.conf:4)", "sticky cookie srv {", "\tsamesite Lax", "}"), "lb_retries 1",
+			plugin(with([]string{"strategy: least_conn", "# sticky (nginx.conf:4)", "sticky:", "  cookie:", "    name: srv", "    sameSite: Lax"}, two)...), ""},
 		{"cookie name alone", " ip_hash;\n sticky cookie srv;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
-			`lb_policy nginx_ip_hash {
-				# sticky (nginx.conf:4)
-				sticky cookie srv
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: ip_hash
-          # sticky (nginx.conf:4)
-          sticky:
-            cookie:
-              name: srv
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://10.0.0.2:80
-`, ""},
-		{"expires=max, a domain YAML must quote",
-			" sticky cookie srv expires=max domain=.example.com secure samesite=strict;\n server 10.0.0.1:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv {
-					expires max
-					domain .example.com
-					secure
-					samesite strict
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv
-              expires: max
-              domain: ".example.com"
-              secure: true
-              sameSite: strict
-          servers:
-            - url: http://10.0.0.1:80
-`, ""},
+			policy("nginx_ip_hash", "# sticky (nginx.conf:4)", "sticky cookie srv"), "lb_retries 1",
+			plugin(with([]string{"strategy: ip_hash", "# sticky (nginx.conf:4)", "sticky:", "  cookie:", "    name: srv"}, two)...), ""},
+		{"expires=max, a domain YAML must quote", " sticky cookie srv expires=max domain=.example.com secure samesite=strict;\n server 10.0.0.1:80;",
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv {", "\texpires max", "\tdomain .example.com", "\tsecure", "\tsamesite strict", "}"), "",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv", "    expires: max",
+				`    domain: ".example.com"`, "    secure: true", "    sameSite: strict"}, one)...), ""},
 		{"expires=2145916555 is nginx's marker for max", " sticky cookie srv expires=2145916555;\n server 10.0.0.1:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv {
-					expires max
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv
-              expires: max
-          servers:
-            - url: http://10.0.0.1:80
-`, ""},
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv {", "\texpires max", "}"), "",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv", "    expires: max"}, one)...), ""},
 		{"expires=0: expires now, max-age=0", " sticky cookie srv expires=0;\n server 10.0.0.1:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv {
-					expires 0
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv
-              maxAge: -1
-          servers:
-            - url: http://10.0.0.1:80
-`, ""},
-		{"expires in combined units, and in bare seconds", " sticky cookie srv expires=1w1d12h;\n server 10.0.0.1:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv {
-					expires 8d12h
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv
-              maxAge: 734400
-          servers:
-            - url: http://10.0.0.1:80
-`, ""},
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv {", "\texpires 0", "}"), "",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv", "    maxAge: -1"}, one)...), ""},
+		{"expires in combined units", " sticky cookie srv expires=1w1d12h;\n server 10.0.0.1:80;",
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv {", "\texpires 8d12h", "}"), "",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv", "    maxAge: 734400"}, one)...), ""},
 		{"expires in bare seconds", " sticky cookie srv expires=3661;\n server 10.0.0.1:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky cookie srv {
-					expires 1h1m1s
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            cookie:
-              name: srv
-              maxAge: 3661
-          servers:
-            - url: http://10.0.0.1:80
-`, ""},
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky cookie srv {", "\texpires 1h1m1s", "}"), "",
+			plugin(with([]string{"strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  cookie:", "    name: srv", "    maxAge: 3661"}, one)...), ""},
 		{"route: query, cookie and header sources; route= and drain",
 			" hash $arg_k;\n sticky route $arg_route $cookie_Route $http_X_ROUTE_id;\n server 10.0.0.1:80 route=one;\n server 10.0.0.2:80 route=2;\n server 10.0.0.3:80 drain route=three;",
-			`lb_policy url_hash {
-				key {nginx.arg_k}
-				mode modulo
-				drain 10.0.0.3:80
-				route 10.0.0.1:80 one
-				route 10.0.0.2:80 2
-				route 10.0.0.3:80 three
-				# sticky (nginx.conf:4)
-				sticky route query:route cookie:Route header:X-Route-Id
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: url_hash
-          hashKey: query:k
-          hashMode: modulo
-          # sticky (nginx.conf:4)
-          sticky:
-            route: ["query:route", "cookie:Route", "header:X-Route-Id"]
-          servers:
-            - url: http://10.0.0.1:80
-              route: one
-            - url: http://10.0.0.2:80
-              route: "2"
-            - url: http://10.0.0.3:80
-              drain: true
-              route: three
-`, ""},
+			policy("url_hash", "key {nginx.arg_k}", "mode modulo", "drain 10.0.0.3:80", "route 10.0.0.1:80 one", "route 10.0.0.2:80 2", "route 10.0.0.3:80 three",
+				"# sticky (nginx.conf:4)", "sticky route query:route cookie:Route header:X-Route-Id"),
+			"lb_retries 1",
+			plugin("strategy: url_hash", "hashKey: query:k", "hashMode: modulo", "# sticky (nginx.conf:4)", "sticky:", `  route: ["query:route", "cookie:Route", "header:X-Route-Id"]`,
+				"servers:", "  - url: http://10.0.0.1:80", "    route: one", "  - url: http://10.0.0.2:80", `    route: "2"`, "  - url: http://10.0.0.3:80", "    drain: true", "    route: three"), ""},
 		{"learn from the upstream's cookie and header, a 32k zone",
 			" hash $arg_k consistent;\n sticky learn create=$upstream_cookie_sess create=$upstream_http_x_session lookup=$cookie_sess lookup=$arg_sid zone=sessions:32k timeout=2s header;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
-			`lb_policy url_hash {
-				key {nginx.arg_k}
-				mode ketama
-				# sticky (nginx.conf:4)
-				sticky learn {
-					create upstream_cookie:sess
-					create upstream_header:X-Session
-					lookup cookie:sess
-					lookup query:sid
-					timeout 2s
-					header
-					# zone=sessions:32k: as many sessions as nginx's zone holds by its note (1m, about 8000)
-					max_sessions 250
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: url_hash
-          hashKey: query:k
-          hashMode: ketama
-          # sticky (nginx.conf:4)
-          sticky:
-            learn:
-              create: ["upstream_cookie:sess", "upstream_header:X-Session"]
-              lookup: ["cookie:sess", "query:sid"]
-              timeout: 2s
-              header: true
-              # zone=sessions:32k: as many sessions as nginx's zone holds by its note (1m, about 8000)
-              maxSessions: 250
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://10.0.0.2:80
-`, ""},
+			policy("url_hash", "key {nginx.arg_k}", "mode ketama", "# sticky (nginx.conf:4)", "sticky learn {", "\tcreate upstream_cookie:sess", "\tcreate upstream_header:X-Session",
+				"\tlookup cookie:sess", "\tlookup query:sid", "\ttimeout 2s", "\theader",
+				"\t# zone=sessions:32k: as many sessions as nginx's zone holds by its note (1m, about 8000)", "\tmax_sessions 250", "}"),
+			"lb_retries 1",
+			plugin(with([]string{"strategy: url_hash", "hashKey: query:k", "hashMode: ketama", "# sticky (nginx.conf:4)", "sticky:", "  learn:",
+				`    create: ["upstream_cookie:sess", "upstream_header:X-Session"]`, `    lookup: ["cookie:sess", "query:sid"]`, "    timeout: 2s", "    header: true",
+				"    # zone=sessions:32k: as many sessions as nginx's zone holds by its note (1m, about 8000)", "    maxSessions: 250"}, two)...), ""},
 		{"learn with nginx's default timeout, a 1m zone, a request cookie to create",
 			" sticky learn create=$cookie_app lookup=$cookie_app zone=z:1M;\n server 10.0.0.1:80;\n server app.internal:80;",
-			`lb_policy smooth_wrr {
-				# sticky (nginx.conf:3)
-				sticky learn {
-					create cookie:app
-					lookup cookie:app
-					# zone=z:1M: as many sessions as nginx's zone holds by its note (1m, about 8000)
-					max_sessions 8000
-				}
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: smooth_wrr
-          # sticky (nginx.conf:3)
-          sticky:
-            learn:
-              create: ["cookie:app"]
-              lookup: ["cookie:app"]
-              # zone=z:1M: as many sessions as nginx's zone holds by its note (1m, about 8000)
-              maxSessions: 8000
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://app.internal:80
-`, "nginx.conf:5: server: app.internal:80 is a name: nginx resolves it once and balances over each of its addresses, Caddy and Traefik dial the name\n"},
+			policy("smooth_wrr", "# sticky (nginx.conf:3)", "sticky learn {", "\tcreate cookie:app", "\tlookup cookie:app",
+				"\t# zone=z:1M: as many sessions as nginx's zone holds by its note (1m, about 8000)", "\tmax_sessions 8000", "}"),
+			"lb_retries 1",
+			plugin("strategy: smooth_wrr", "# sticky (nginx.conf:3)", "sticky:", "  learn:", `    create: ["cookie:app"]`, `    lookup: ["cookie:app"]`,
+				"    # zone=z:1M: as many sessions as nginx's zone holds by its note (1m, about 8000)", "    maxSessions: 8000",
+				"servers:", "  - url: http://10.0.0.1:80", "  - url: http://app.internal:80"),
+			"nginx.conf:5: server: app.internal:80 is a name: nginx resolves it once and balances over each of its addresses, Caddy and Traefik dial the name\n"},
 		{"down and drain: the last written holds; drain counts for no retry",
 			" server 10.0.0.1:80 down drain;\n server 10.0.0.2:80 drain down;\n server 10.0.0.3:80;\n server 10.0.0.4:80;",
-			`lb_policy smooth_wrr {
-				down 10.0.0.2:80
-				drain 10.0.0.1:80
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: smooth_wrr
-          servers:
-            - url: http://10.0.0.1:80
-              drain: true
-            - url: http://10.0.0.2:80
-              down: true
-            - url: http://10.0.0.3:80
-            - url: http://10.0.0.4:80
-`, ""},
-		{"sticky written before the method: dropped, as nginx drops it",
-			" sticky cookie srv;\n least_conn;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
-			`lb_policy weighted_least_conn {
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 1",
-			`          strategy: least_conn
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://10.0.0.2:80
-`, `nginx.conf:3: sticky: written before least_conn (nginx.conf:4): nginx drops it without an error (the method replaces it; nginx only warns "load balancing method redefined"), so it binds no client to a server; converted the same, without sticky sessions, so that each request goes where nginx sends it; to have them, write sticky after least_conn` + "\n"},
+			policy("smooth_wrr", "down 10.0.0.2:80", "drain 10.0.0.1:80"), "lb_retries 1",
+			plugin("strategy: smooth_wrr", "servers:", "  - url: http://10.0.0.1:80", "    drain: true", "  - url: http://10.0.0.2:80", "    down: true",
+				"  - url: http://10.0.0.3:80", "  - url: http://10.0.0.4:80"), ""},
+		{"sticky written before the method: dropped, as nginx drops it", " sticky cookie srv;\n least_conn;\n server 10.0.0.1:80;\n server 10.0.0.2:80;",
+			policy("weighted_least_conn"), "lb_retries 1", plugin(with([]string{"strategy: least_conn"}, two)...),
+			`nginx.conf:3: sticky: written before least_conn (nginx.conf:4): nginx drops it without an error (the method replaces it; nginx only warns "load balancing method redefined"), so it binds no client to a server; converted the same, without sticky sessions, so that each request goes where nginx sends it; to have them, write sticky after least_conn` + "\n"},
 		{"least_time and sticky: fair binds as nginx's least_time does",
 			" least_time last_byte;\n sticky cookie srv;\n server 10.0.0.1:80;\n server app.internal:80;\n server app2.internal:80 route=b;",
-			`lb_policy fair {
-				route app2.internal:80 b
-				# sticky (nginx.conf:4)
-				sticky cookie srv
-				# nginx's max_fails and fail_timeout (1 and 10s unless written)
-				max_fails 1
-				fail_timeout 10s
-			}`, "lb_retries 2",
-			`          strategy: fair
-          # sticky (nginx.conf:4)
-          sticky:
-            cookie:
-              name: srv
-          servers:
-            - url: http://10.0.0.1:80
-            - url: http://app.internal:80
-            - url: http://app2.internal:80
-              route: b
-`, "nginx.conf:3: least_time: converted to lbpack's fair policy; " + fairVersusLeastTime + "\n" +
+			policy("fair", "route app2.internal:80 b", "# sticky (nginx.conf:4)", "sticky cookie srv"), "lb_retries 2",
+			plugin("strategy: fair", "# sticky (nginx.conf:4)", "sticky:", "  cookie:", "    name: srv", "servers:", "  - url: http://10.0.0.1:80",
+				"  - url: http://app.internal:80", "  - url: http://app2.internal:80", "    route: b"),
+			"nginx.conf:3: least_time: converted to lbpack's fair policy; " + fairVersusLeastTime + "\n" +
 				"nginx.conf:6: server: app.internal:80 is a name: nginx resolves it once and balances over each of its addresses, Caddy and Traefik dial the name\n" +
 				"nginx.conf:6: server: app.internal:80: sticky: nginx's id for this server is the MD5 of each address the name resolves to (IP:PORT), lbpack's the MD5 of app.internal:80: the ids nginx gave out for it bind no one after the move; give the server a route= (in nginx first) to keep them\n" +
 				"nginx.conf:7: server: app2.internal:80 is a name: nginx resolves it once and balances over each of its addresses, Caddy and Traefik dial the name\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := load(t, site("upstream u {\n"+c.upstream+"\n}"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustLoad(t, site("upstream u {\n"+c.upstream+"\n}"))
 			if got := warningsText(sortWarnings(cfg.Warnings)); got != c.warnings {
 				t.Errorf("warnings:\n%s\nwant:\n%s", got, c.warnings)
 			}
@@ -480,10 +247,7 @@ func TestStickyLearnShared(t *testing.T) {
 			"nginx.conf:2: sticky: learn: 2 locations proxy to upstream u: nginx keeps one session table for it, the converted configuration one per location, so a session learned through one location binds no request of another\n"},
 	} {
 		conf := "http {\nupstream u { sticky learn create=$upstream_cookie_s lookup=$cookie_s zone=z:1m; server 10.0.0.1:80; }\nserver { " + c.locations + " }\n}\n"
-		cfg, err := load(t, conf)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := mustLoad(t, conf)
 		if got := warningsText(cfg.Warnings); got != c.want {
 			t.Errorf("%s: warnings\n%s\nwant\n%s", c.locations, got, c.want)
 		}
