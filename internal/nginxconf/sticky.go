@@ -7,32 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // Sticky is an upstream's sticky directive (open source since nginx
 // 1.29.6): exactly one of Cookie, Route and Learn is set.
 type Sticky struct {
-	Pos    Pos
-	Cookie *StickyCookie
+	Pos Pos
+	// Cookie is sticky cookie's name and attributes, as package sticky
+	// holds them.
+	Cookie *sticky.Cookie
 	// Route is sticky route's variables, as lbpack's sources
 	// (query:NAME, cookie:NAME, header:NAME), in the order written.
 	Route []string
 	Learn *StickyLearn
-}
-
-// StickyCookie is sticky cookie NAME and its attributes.
-type StickyCookie struct {
-	Name string
-	// Expires is expires= in seconds, when HasExpires; Max is expires=max
-	// (or the number nginx takes for it).
-	Expires    int64
-	HasExpires bool
-	Max        bool
-	Domain     string
-	Path       string
-	HTTPOnly   bool
-	Secure     bool
-	SameSite   string // as written: strict, lax or none in any case
 }
 
 // StickyLearn is sticky learn: the sources of the session id to create
@@ -53,10 +42,9 @@ type StickyLearn struct {
 // nginx's limits and markers for sticky (ngx_http_upstream_sticky_module.c,
 // ngx_http_upstream.c).
 const (
-	maxRouteLen       = 32         // NGX_HTTP_UPSTREAM_SID_LEN
-	stickyMaxExpires  = 2145916555 // NGX_HTTP_STICKY_COOKIE_MAX_EXPIRES: expires=max
-	minStickyZone     = 8 * 4096   // eight pages of 4 KB
-	sessionsPerMegaby = 8000       // "1m ~ 8000 sessions"
+	maxRouteLen       = 32       // NGX_HTTP_UPSTREAM_SID_LEN
+	minStickyZone     = 8 * 4096 // eight pages of 4 KB
+	sessionsPerMegaby = 8000     // "1m ~ 8000 sessions"
 )
 
 // stickyError is nginx's message for a sticky parameter its handler
@@ -91,77 +79,26 @@ func (l *loader) sticky(u *Upstream, d *Directive) error {
 }
 
 // stickyCookie reads sticky cookie NAME [expires=] [domain=] [path=]
-// [httponly] [secure] [samesite=].
-func stickyCookie(d *Directive) (*StickyCookie, error) {
-	c := &StickyCookie{Name: d.Args[1]}
-	if c.Name == "" {
-		return nil, stickyError(d, "empty cookie name")
-	}
-	var hasDomain, hasPath, hasSameSite bool
+// [httponly] [secure] [samesite=] by package sticky's rules, which are
+// nginx's, and gives its errors nginx's form: "unknown parameter" alone,
+// the others after the directive's name. Variables, which nginx evaluates
+// for each request in domain= and samesite=, are refused naming them.
+func stickyCookie(d *Directive) (*sticky.Cookie, error) {
 	for _, a := range d.Args[2:] {
-		_, val, _ := strings.Cut(a, "=")
-		switch {
-		case strings.HasPrefix(a, "domain="):
-			if hasDomain {
-				return nil, stickyError(d, `parameter "domain" is duplicate`)
-			}
-			if val == "" {
-				return nil, stickyError(d, `no value for "domain"`)
-			}
-			if strings.Contains(val, "$") {
-				return nil, errorf(d.Pos, "sticky cookie domain=%s: lbpack writes a fixed domain, where nginx evaluates the variables for each request: write the domain itself", val)
-			}
-			c.Domain, hasDomain = val, true
-		case strings.HasPrefix(a, "path="):
-			if hasPath {
-				return nil, stickyError(d, `parameter "path" is duplicate`)
-			}
-			if val == "" {
-				return nil, stickyError(d, `no value for "path"`)
-			}
-			c.Path, hasPath = val, true // nginx writes it as given, variables or not
-		case strings.HasPrefix(a, "expires="):
-			if c.HasExpires {
-				return nil, stickyError(d, `parameter "expires" is duplicate`)
-			}
-			c.HasExpires = true
-			if val == "max" {
-				c.Max = true
-				break
-			}
-			n, ok := nginxTime(val, true)
-			if !ok {
-				return nil, stickyError(d, `invalid "expires" parameter value`)
-			}
-			c.Expires, c.Max = n, n == stickyMaxExpires
-		case a == "httponly" || a == "secure":
-			flag := &c.HTTPOnly
-			if a == "secure" {
-				flag = &c.Secure
-			}
-			if *flag {
-				return nil, stickyError(d, fmt.Sprintf("parameter %q is duplicate", a))
-			}
-			*flag = true
-		case strings.HasPrefix(a, "samesite="):
-			if hasSameSite {
-				return nil, stickyError(d, `parameter "samesite" is duplicate`)
-			}
-			hasSameSite = true
-			if strings.Contains(val, "$") {
-				return nil, errorf(d.Pos, "sticky cookie samesite=%s: lbpack writes a fixed samesite, where nginx evaluates the variables for each request: write strict, lax or none", val)
-			}
-			switch strings.ToLower(val) {
-			case "strict", "lax", "none":
-				c.SameSite = val
-			default:
-				return nil, stickyError(d, `invalid "samesite" parameter value`)
-			}
-		default:
-			return nil, errorf(d.Pos, "unknown parameter %q", a)
+		if key, val, _ := strings.Cut(a, "="); (key == "domain" || key == "samesite") && strings.Contains(val, "$") {
+			return nil, errorf(d.Pos, "sticky cookie %s: lbpack writes a fixed %s, where nginx evaluates the variables for each request: write the value itself", a, key)
 		}
 	}
-	return c, nil
+	c, err := sticky.ParseCookie(d.Args[1], d.Args[2:])
+	switch {
+	case err == nil:
+		return &c, nil
+	case strings.HasPrefix(err.Error(), "unknown parameter"):
+		return nil, errorf(d.Pos, "%v", err)
+	case strings.Contains(err.Error(), "variable"):
+		return nil, errorf(d.Pos, "sticky cookie %v", err) // lbpack's refusal
+	}
+	return nil, stickyError(d, err.Error())
 }
 
 // stickyRoute reads sticky route $a [$b ...] as lbpack's sources.
@@ -397,13 +334,10 @@ func (l *loader) warnLearnShared(u *Upstream, proxies int) {
 			"so a session learned through one location binds no request of another", proxies, u.Name)})
 }
 
-// nginxSeconds writes seconds as an nginx time in days, hours, minutes
-// and seconds ("1d12h", "30m", "0"), which nginx's expires= and lbpack's
-// take.
+// nginxSeconds writes seconds (more than 0) as an nginx time in days,
+// hours, minutes and seconds ("1d12h", "30m"), which nginx's expires= and
+// sticky.ParseExpires read.
 func nginxSeconds(n int64) string {
-	if n == 0 {
-		return "0"
-	}
 	var b strings.Builder
 	for _, u := range []struct {
 		unit string
@@ -440,10 +374,12 @@ func caddySticky(u *Upstream) []string {
 		c := st.Cookie
 		var attrs []string
 		switch {
-		case c.Max:
+		case c.MaxAge == sticky.ExpiresMax:
 			attrs = append(attrs, "expires max")
-		case c.HasExpires:
-			attrs = append(attrs, "expires "+nginxSeconds(c.Expires))
+		case c.MaxAge < 0:
+			attrs = append(attrs, "expires 0")
+		case c.MaxAge > 0:
+			attrs = append(attrs, "expires "+nginxSeconds(c.MaxAge))
 		}
 		if c.Domain != "" {
 			attrs = append(attrs, "domain "+caddyToken(c.Domain))
@@ -512,12 +448,10 @@ func traefikSticky(b *strings.Builder, st *Sticky) {
 		b.WriteString("            cookie:\n")
 		kv("name", yamlString(c.Name))
 		switch {
-		case c.Max:
+		case c.MaxAge == sticky.ExpiresMax:
 			kv("expires", "max")
-		case c.HasExpires && c.Expires == 0:
-			kv("maxAge", -1) // nginx's expires=0: expires now, max-age=0
-		case c.HasExpires:
-			kv("maxAge", c.Expires)
+		case c.MaxAge != 0:
+			kv("maxAge", c.MaxAge) // -1: nginx's expires=0, expires now and max-age=0
 		}
 		if c.Domain != "" {
 			kv("domain", yamlString(c.Domain))

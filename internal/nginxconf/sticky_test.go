@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // traefikPlugin returns the lines of the first middleware's plugin
@@ -122,6 +124,7 @@ func TestSticky(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := mustLoad(t, site("upstream u {\n"+c.upstream+"\n}"))
+			checkHostsTake(t, cfg)
 			if got := warningsText(sortWarnings(cfg.Warnings)); got != c.warnings {
 				t.Errorf("warnings:\n%s\nwant:\n%s", got, c.warnings)
 			}
@@ -137,6 +140,51 @@ func TestSticky(t *testing.T) {
 				t.Errorf("Traefik:\n%s\nwant:\n%s", got, c.traefik)
 			}
 		})
+	}
+}
+
+// checkHostsTake checks what the converter writes for sticky by package
+// sticky's rules, which both hosts apply to their options: the cookie
+// validates, every source parses back to itself.
+func checkHostsTake(t *testing.T, cfg *Config) {
+	t.Helper()
+	for _, u := range cfg.Upstreams {
+		st := u.Sticky
+		if st == nil {
+			continue
+		}
+		var srcs []string
+		switch {
+		case st.Cookie != nil:
+			if err := st.Cookie.Validate(); err != nil {
+				t.Errorf("upstream %s: %v", u.Name, err)
+			}
+		case st.Learn != nil:
+			srcs = append(append(srcs, st.Learn.Create...), st.Learn.Lookup...)
+		default:
+			srcs = st.Route
+		}
+		for _, s := range srcs {
+			if src, err := sticky.ParseSource(s); err != nil || src.String() != s {
+				t.Errorf("upstream %s: source %s: %v, reads back as %s", u.Name, s, err, src)
+			}
+		}
+	}
+}
+
+// TestNginxSeconds: the expires= the converter writes for Caddy reads back
+// as the same seconds by nginx's rules (sticky.ParseExpires).
+func TestNginxSeconds(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{1, "1s"}, {59, "59s"}, {60, "1m"}, {90, "1m30s"}, {3600, "1h"}, {3661, "1h1m1s"}, {86400, "1d"}, {129600, "1d12h"},
+		{31536000, "365d"}, {sticky.ExpiresMax - 1, "24836d23h55m54s"}} {
+		got := nginxSeconds(c.n)
+		back, err := sticky.ParseExpires(got)
+		if got != c.want || err != nil || back != c.n {
+			t.Errorf("%d: written %q (want %q), read back as %d, %v", c.n, got, c.want, back, err)
+		}
 	}
 }
 
@@ -169,8 +217,9 @@ func TestStickyErrors(t *testing.T) {
 		{"sticky cookie s samesite=;", `nginx.conf:3: "sticky" directive invalid "samesite" parameter value`},
 		{"sticky cookie s max-age=10;", `nginx.conf:3: unknown parameter "max-age=10"`},
 		{"sticky cookie s domain;", `nginx.conf:3: unknown parameter "domain"`},
-		{"sticky cookie s domain=$host;", "nginx.conf:3: sticky cookie domain=$host: lbpack writes a fixed domain, where nginx evaluates the variables for each request: write the domain itself"},
-		{"sticky cookie s samesite=$arg_ss;", "nginx.conf:3: sticky cookie samesite=$arg_ss: lbpack writes a fixed samesite, where nginx evaluates the variables for each request: write strict, lax or none"},
+		{"sticky cookie s domain=$host;", "nginx.conf:3: sticky cookie domain=$host: lbpack writes a fixed domain, where nginx evaluates the variables for each request: write the value itself"},
+		{"sticky cookie s path=/$app;", "nginx.conf:3: sticky cookie path=/$app: a value from a variable is not supported"},
+		{"sticky cookie s samesite=$arg_ss;", "nginx.conf:3: sticky cookie samesite=$arg_ss: lbpack writes a fixed samesite, where nginx evaluates the variables for each request: write the value itself"},
 		// sticky route.
 		{"sticky route route_cookie;", `nginx.conf:3: invalid variable name "route_cookie"`},
 		{"sticky route $arg_r $;", `nginx.conf:3: invalid variable name "$"`},
@@ -334,6 +383,7 @@ func TestStickyRecordings(t *testing.T) {
 				t.Errorf("%s: nginx took it, the converter refuses it: %v\n%s", c.Name, err, conf)
 				continue
 			}
+			checkHostsTake(t, cfg)
 			checkRecordedServers(t, c, cfg)
 		}
 	}
