@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lbpack/lbpack/core"
 	"github.com/lbpack/lbpack/sticky"
 )
 
@@ -397,6 +400,28 @@ func TestStickyRecordings(t *testing.T) {
 // in both unless written before the method.
 func checkRecordedServers(t *testing.T, c stickyRecording, cfg *Config) {
 	t.Helper()
+	// The balancer both hosts build gives each server nginx's id.
+	bal, err := core.New(coreConfig(cfg.Upstreams[0]))
+	if err != nil {
+		t.Fatalf("%s: %v", c.Name, err)
+	}
+	for i, s := range c.Servers {
+		want := s.Route
+		if want == "" {
+			want = core.StickyID(s.Address)
+		}
+		if got := bal.ID(i); got != want {
+			t.Errorf("%s: server %s: id %q, want %q", c.Name, s.Address, got, want)
+		}
+	}
+	// ... and sends no unbound request to a draining or down server.
+	for k := 0; k < 20; k++ {
+		i, ticket := core.Pick(bal, strconv.Itoa(k), core.Filter{})
+		if i >= 0 && (c.Servers[i].Drain || c.Servers[i].Down) {
+			t.Errorf("%s: an unbound request went to %s (drain %v, down %v)", c.Name, c.Servers[i].Address, c.Servers[i].Drain, c.Servers[i].Down)
+		}
+		core.Done(bal, i, ticket, time.Millisecond, false)
+	}
 	caddy, _ := cfg.Caddyfile()
 	traefik, _ := cfg.Traefik()
 	policy := unindent(section(string(caddy), "lb_policy"))
