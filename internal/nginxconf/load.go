@@ -527,7 +527,7 @@ func (l *loader) upstream(d *Directive) error {
 		return errorf(d.Pos, "upstream %s: duplicate (first at %s)", name, old.Pos)
 	}
 	u := &Upstream{Name: name, Pos: d.Pos}
-	var sticky *Directive // the first sticky directive, dropped or not
+	var stickyAt *Directive // the first sticky directive, dropped or not
 	for _, s := range d.Block {
 		var err error
 		switch s.Name {
@@ -568,10 +568,10 @@ func (l *loader) upstream(d *Directive) error {
 				l.warn(s, "converted to lbpack's fair policy; %s", fairVersusLeastTime)
 			}
 		case "sticky":
-			if sticky != nil {
+			if stickyAt != nil {
 				return errorf(s.Pos, `"sticky" directive is duplicate`)
 			}
-			sticky = s
+			stickyAt = s
 			err = l.sticky(u, s)
 		case "keepalive":
 			u.Keepalive, err = intArg(s, 1)
