@@ -17,7 +17,7 @@ import (
 )
 
 // coreDirs is what the interpreter needs to run the driver over core.
-var coreDirs = []string{"core", "yaegitest/driver"}
+var coreDirs = []string{"core", "sticky", "yaegitest/driver"}
 
 type runFunc = func(strategy, mode, opts, backends string, steps int, update bool) ([]int, string)
 
