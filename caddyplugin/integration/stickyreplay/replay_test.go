@@ -29,12 +29,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/lbpack/lbpack/caddyplugin"
+	"github.com/lbpack/lbpack/internal/nginxconf"
 	"github.com/lbpack/lbpack/sticky"
 )
 
@@ -55,11 +59,8 @@ type family struct {
 
 type stickyCase struct {
 	Name           string            `json:"name"`
-	Method         string            `json:"method"`
-	HashKey        string            `json:"hash_key"`
-	Sticky         string            `json:"sticky"`
-	Mode           string            `json:"mode"`
 	ExpiresSeconds *int64            `json:"expires_seconds"`
+	Upstream       string            `json:"upstream"`
 	Location       string            `json:"location"`
 	Servers        []server          `json:"servers"`
 	ConfigTest     struct{ OK bool } `json:"config_test"`
@@ -68,12 +69,6 @@ type stickyCase struct {
 
 type server struct {
 	Address   string `json:"address"`
-	Weight    int    `json:"weight"`
-	Down      bool   `json:"down"`
-	Drain     bool   `json:"drain"`
-	Backup    bool   `json:"backup"`
-	Route     string `json:"route"`
-	MaxConns  int    `json:"max_conns"`
 	Listening bool   `json:"listening"`
 }
 
@@ -93,194 +88,108 @@ type exchange struct {
 	} `json:"answer"`
 }
 
-// notReplayed says why a case cannot go through Caddy, "" when it can.
+// notReplayed says why a case cannot go through Caddy, "" when it can:
+// nginx refused its configuration (no answers recorded), or lbpack's
+// converter refuses it.
 func notReplayed(c *stickyCase) string {
-	switch {
-	case !c.ConfigTest.OK:
-		return "nginx refuses the configuration (the Caddyfile and JSON error tests cover lbpack's refusals)"
-	case strings.HasPrefix(c.Name, "cfg_sticky_before_"):
-		return "nginx silently drops a sticky written before the method; lbpack has no such placement to replay"
-	case c.Mode == "cookie" && strings.Contains(c.Sticky, "=$"):
-		return "a cookie attribute from an nginx variable (" + c.Sticky + "); lbpack's attributes are constants"
+	if !c.ConfigTest.OK {
+		return "nginx refuses the configuration; no answers recorded (the converter's tests hold its refusals to nginx's)"
+	}
+	if _, err := convert([]*stickyCase{c}); err != nil {
+		return "the converter refuses it: " + err.Error()
 	}
 	return ""
 }
 
-// policy returns the case's lb_policy as JSON: nginx's method, its servers'
-// parameters, nginx's default max_fails=1, and the sticky directive.
-func policy(t *testing.T, c *stickyCase) map[string]any {
-	p := map[string]any{"name": c.Name, "max_fails": 1}
-	switch c.Method {
-	case "round_robin":
-		p["policy"] = "smooth_wrr"
-	case "least_conn":
-		p["policy"] = "weighted_least_conn"
-	case "ip_hash":
-		p["policy"] = "nginx_ip_hash"
-	case "hash", "hash_consistent":
-		if c.HashKey != "$arg_k" {
-			t.Fatalf("%s: hash key %q: the replay knows $arg_k only", c.Name, c.HashKey)
-		}
-		p["policy"], p["key"], p["mode"] = "url_hash", "{http.request.uri.query.k}", "modulo"
-		if c.Method == "hash_consistent" {
-			p["mode"] = "ketama"
-		}
-	default:
-		t.Fatalf("%s: method %q", c.Name, c.Method)
-	}
-	ups := map[string]any{}
-	for _, s := range c.Servers {
-		u := map[string]any{}
-		if s.Weight != 1 {
-			u["weight"] = s.Weight
-		}
-		for k, v := range map[string]bool{"down": s.Down, "drain": s.Drain, "backup": s.Backup} {
-			if v {
-				u[k] = true
-			}
-		}
-		if s.Route != "" {
-			u["route"] = s.Route
-		}
-		if s.MaxConns != 0 {
-			u["max_conns"] = s.MaxConns
-		}
-		if len(u) > 0 {
-			ups[s.Address] = u
-		}
-	}
-	if len(ups) > 0 {
-		p["upstreams"] = ups
-	}
-	p["sticky"] = stickyOf(t, c)
-	return p
-}
-
-// stickyOf translates nginx's sticky directive to the policy's sticky
-// option.
-func stickyOf(t *testing.T, c *stickyCase) map[string]any {
-	f := strings.Fields(strings.TrimSuffix(c.Sticky, ";"))
-	if len(f) < 2 || f[0] != "sticky" {
-		t.Fatalf("%s: sticky %q", c.Name, c.Sticky)
-	}
-	switch f[1] {
-	case "cookie":
-		ck := map[string]any{"name": f[2]}
-		for _, a := range f[3:] {
-			k, v, ok := strings.Cut(a, "=")
-			switch {
-			case !ok && (k == "httponly" || k == "secure"):
-				ck[k] = true
-			case ok && (k == "expires" || k == "domain" || k == "path" || k == "samesite"):
-				ck[k] = v
-			default:
-				t.Fatalf("%s: cookie parameter %q", c.Name, a)
-			}
-		}
-		return map[string]any{"cookie": ck}
-	case "route":
-		var srcs []string
-		for _, v := range f[2:] {
-			srcs = append(srcs, source(t, c, v))
-		}
-		return map[string]any{"route": srcs}
-	case "learn":
-		l := map[string]any{}
-		var create, lookup []string
-		for _, a := range f[2:] {
-			k, v, _ := strings.Cut(a, "=")
-			switch k {
-			case "create":
-				create = append(create, source(t, c, v))
-			case "lookup":
-				lookup = append(lookup, source(t, c, v))
-			case "timeout":
-				l["timeout"] = v
-			case "header":
-				l["header"] = true
-			case "zone":
-			default:
-				t.Fatalf("%s: learn parameter %q", c.Name, a)
-			}
-		}
-		l["create"], l["lookup"] = create, lookup
-		return map[string]any{"learn": l}
-	}
-	t.Fatalf("%s: sticky %q", c.Name, c.Sticky)
-	return nil
-}
-
-// source translates an nginx variable to a sticky source.
-func source(t *testing.T, c *stickyCase, v string) string {
-	for _, m := range []struct{ prefix, kind string }{
-		{"$arg_", "query:"}, {"$cookie_", "cookie:"}, {"$upstream_cookie_", "upstream_cookie:"},
-		{"$upstream_http_", "upstream_header:"}, {"$http_", "header:"},
-	} {
-		if name, ok := strings.CutPrefix(v, m.prefix); ok {
-			if strings.HasSuffix(m.kind, "header:") {
-				name = strings.ReplaceAll(name, "_", "-")
-			}
-			return m.kind + name
-		}
-	}
-	t.Fatalf("%s: variable %q", c.Name, v)
-	return ""
-}
-
-// retries is the reverse proxy's lb_retries for the case's location: nginx
-// passes a failed try on (proxy_next_upstream's default, error timeout)
-// to every other server, unless the location says off.
-func retries(c *stickyCase) int {
-	if strings.Contains(c.Location, "proxy_next_upstream off") {
-		return 0
-	}
-	return len(c.Servers)
-}
-
-// config is one Caddy config holding every replayable case of a family at
-// /NAME, as the recorder's nginx held them.
-func config(t *testing.T, cases []*stickyCase) []byte {
-	var routes []any
+// nginxConf is the nginx.conf the recorder ran cases in (their upstream
+// blocks and locations, nginx's realip from X-Real-IP), listening on
+// Caddy's address here.
+func nginxConf(cases []*stickyCase) string {
+	var b strings.Builder
+	b.WriteString("http {\n    proxy_next_upstream off;\n")
 	for _, c := range cases {
-		var ups []any
-		for _, s := range c.Servers {
-			ups = append(ups, map[string]any{"dial": s.Address})
-		}
-		lb := map[string]any{"selection_policy": policy(t, c)}
-		if n := retries(c); n > 0 {
-			lb["retries"] = n
-		}
-		routes = append(routes, map[string]any{
-			"match": []any{map[string]any{"path": []string{"/" + c.Name}}},
-			"handle": []any{map[string]any{
-				"handler":        "reverse_proxy",
-				"upstreams":      ups,
-				"load_balancing": lb,
-				"transport": map[string]any{"protocol": "http",
-					"network_proxy": map[string]any{"from": "url", "url": "http://" + proxyAddr}},
-				// Through a proxy, Go names the upstream by the Host header.
-				"headers": map[string]any{"request": map[string]any{"set": map[string]any{
-					"Host": []string{"{http.reverse_proxy.upstream.hostport}"}}}},
-			}},
-			"terminal": true,
-		})
+		b.WriteString(c.Upstream)
 	}
-	cfg := map[string]any{
-		"admin":   map[string]any{"disabled": true},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}},
-		"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"replay": map[string]any{
-			"listen":            []string{caddyAddr},
-			"automatic_https":   map[string]any{"disable": true},
-			"trusted_proxies":   map[string]any{"source": "static", "ranges": []string{"127.0.0.1/32"}},
-			"client_ip_headers": []string{"X-Real-IP"},
-			"routes":            routes,
-		}}}},
+	b.WriteString("    server {\n        listen " + caddyAddr + ";\n        set_real_ip_from 127.0.0.1;\n        real_ip_header X-Real-IP;\n")
+	for _, c := range cases {
+		b.WriteString(c.Location)
 	}
-	out, err := json.Marshal(cfg)
+	b.WriteString("    }\n}\n")
+	return b.String()
+}
+
+// convert is lbpack's converter (what `lbsim convert` writes) on the
+// cases' nginx.conf, adapted to Caddy's JSON, with what this test adds:
+// no admin endpoint, quiet logs, and every reverse proxy's transport
+// through the backends' proxy (see backends).
+func convert(cases []*stickyCase) ([]byte, error) {
+	ds, err := nginxconf.ParseFS(fstest.MapFS{"nginx.conf": {Data: []byte(nginxConf(cases))}}, "nginx.conf")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return out
+	cfg, err := nginxconf.Load(ds)
+	if err != nil {
+		return nil, err
+	}
+	caddyfile, _ := cfg.Caddyfile()
+	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(caddyfile, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the converted Caddyfile does not adapt: %v\n%s", err, caddyfile)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(adapted, &v); err != nil {
+		return nil, err
+	}
+	v["admin"] = map[string]any{"disabled": true}
+	v["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	proxies := 0
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if x["handler"] == "reverse_proxy" {
+				proxies++
+				viaBackends(x)
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	if proxies != len(cases) {
+		return nil, fmt.Errorf("%d reverse proxies in the converted config for %d cases:\n%s", proxies, len(cases), caddyfile)
+	}
+	return json.Marshal(v)
+}
+
+// viaBackends sends a reverse proxy's requests through the backends'
+// proxy: its transport's network proxy, and the upstream's address in the
+// Host header, by which Go's transport names the upstream to a proxy.
+func viaBackends(h map[string]any) {
+	tr, _ := h["transport"].(map[string]any)
+	if tr == nil {
+		tr = map[string]any{"protocol": "http"}
+		h["transport"] = tr
+	}
+	tr["network_proxy"] = map[string]any{"from": "url", "url": "http://" + proxyAddr}
+	set := child(child(h, "headers"), "request")
+	set = child(set, "set")
+	set["Host"] = []string{"{http.reverse_proxy.upstream.hostport}"}
+}
+
+// child returns m[key] as an object, making it if absent.
+func child(m map[string]any, key string) map[string]any {
+	c, _ := m[key].(map[string]any)
+	if c == nil {
+		c = map[string]any{}
+		m[key] = c
+	}
+	return c
 }
 
 // backends is the forward proxy that plays every backend: it answers with
@@ -566,7 +475,11 @@ func TestReplayStickyRecordings(t *testing.T) {
 		if len(cases) == 0 {
 			continue
 		}
-		if err := caddy.Load(config(t, cases), true); err != nil {
+		cfg, err := convert(cases)
+		if err != nil {
+			t.Fatalf("%s: %v", fam.Family, err)
+		}
+		if err := caddy.Load(cfg, true); err != nil {
 			t.Fatalf("%s: Caddy refuses the config: %v", fam.Family, err)
 		}
 		waitServing(t)
