@@ -257,8 +257,10 @@ func (a *attempt) finish(retried bool) {
 		return
 	}
 	a.ended = true
+	// Last, when everything below is done: a Select of the connection's
+	// next request that finds the try waits for it (see connTries).
+	defer a.conns.done(a)
 	lat, answered, failedReq := a.outcome(retried)
-	a.conns.done(a)
 	if a.learn != nil && answered && !retried {
 		a.learn.learn(a.repl)
 	}
