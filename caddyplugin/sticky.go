@@ -278,6 +278,9 @@ func unmarshalSticky(d *caddyfile.Dispenser) (*StickyOptions, error) {
 
 // unmarshalCookie reads sticky cookie's block.
 func unmarshalCookie(d *caddyfile.Dispenser, c *StickyCookie) error {
+	flags := map[string]*bool{"httponly": &c.HTTPOnly, "secure": &c.Secure}
+	values := map[string]*string{"expires": &c.Expires, "domain": &c.Domain, "path": &c.Path,
+		"samesite": &c.SameSite, "value": &c.Value, "secret": &c.Secret}
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
@@ -286,32 +289,15 @@ func unmarshalCookie(d *caddyfile.Dispenser, c *StickyCookie) error {
 			return d.Errf("%s: given twice", what)
 		}
 		seen[name] = true
-		var dst *string
-		switch name {
-		case "httponly":
-			c.HTTPOnly = true
-		case "secure":
-			c.Secure = true
-		case "expires":
-			dst = &c.Expires
-		case "domain":
-			dst = &c.Domain
-		case "path":
-			dst = &c.Path
-		case "samesite":
-			dst = &c.SameSite
-		case "value":
-			dst = &c.Value
-		case "secret":
-			dst = &c.Secret
-		default:
-			return d.Errf("sticky cookie: unknown option %q (want expires, domain, path, httponly, secure, samesite, value or secret)", name)
-		}
-		if dst != nil {
+		if f := flags[name]; f != nil {
+			*f = true
+		} else if v := values[name]; v != nil {
 			if !d.NextArg() || d.Val() == "" {
 				return d.Errf("%s: missing the value", what)
 			}
-			*dst = d.Val()
+			*v = d.Val()
+		} else {
+			return d.Errf("sticky cookie: unknown option %q (want expires, domain, path, httponly, secure, samesite, value or secret)", name)
 		}
 		if err := noMoreArgs(d, what); err != nil {
 			return err
