@@ -15,7 +15,6 @@
 package stickyreplay
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +24,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -496,12 +494,6 @@ func TestReplayStickyRecordings(t *testing.T) {
 	for _, s := range skipped {
 		t.Logf("not replayed: %s", s)
 	}
-	t.Logf("replayed %d cases, %d requests, through Caddy %s; %d cases not replayed", replayed, requests, caddyVersion(), len(skipped))
+	t.Logf("replayed %d cases, %d requests, through Caddy with lbpack; %d cases not replayed", replayed, requests, len(skipped))
 }
 
-func caddyVersion() string {
-	_, full := caddy.Version()
-	sc := bufio.NewScanner(strings.NewReader(full))
-	sc.Scan()
-	return strconv.Quote(sc.Text())
-}
