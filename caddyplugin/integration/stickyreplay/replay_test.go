@@ -496,4 +496,3 @@ func TestReplayStickyRecordings(t *testing.T) {
 	}
 	t.Logf("replayed %d cases, %d requests, through Caddy with lbpack; %d cases not replayed", replayed, requests, len(skipped))
 }
-
