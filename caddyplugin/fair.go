@@ -34,6 +34,9 @@ func init() {
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
 //		fail_status  <status|class>...
+//		route        <address> <id>
+//		drain        <address>...
+//		sticky       cookie <name> {...} | route <sources...> | learn {...}
 //	}
 type Fair struct {
 	base

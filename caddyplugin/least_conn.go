@@ -32,6 +32,9 @@ func init() {
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
 //		fail_status  <status|class>...
+//		route        <address> <id>
+//		drain        <address>...
+//		sticky       cookie <name> {...} | route <sources...> | learn {...}
 //	}
 type WeightedLeastConn struct {
 	base

@@ -208,6 +208,9 @@ func (o *Options) setWide(u UpstreamOptions) {
 //		fail_status  <status|class>...
 //		route        <address> <id>
 //		drain        <address>...
+//		sticky       cookie <name> {...} | route <sources...> | learn {...}
+//		route        <address> <id>
+//		drain        <address>...
 //		sticky       cookie|route|learn ... (see unmarshalSticky)
 //		<policy options>
 //	}

@@ -45,6 +45,9 @@ const defaultHashKey = "{http.request.uri}"
 //		fail_timeout [<address>] <duration>
 //		max_conns    [<address>] <n>
 //		fail_status  <status|class>...
+//		route        <address> <id>
+//		drain        <address>...
+//		sticky       cookie <name> {...} | route <sources...> | learn {...}
 //	}
 type URLHash struct {
 	base
