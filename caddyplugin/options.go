@@ -209,9 +209,6 @@ func (o *Options) setWide(u UpstreamOptions) {
 //		route        <address> <id>
 //		drain        <address>...
 //		sticky       cookie <name> {...} | route <sources...> | learn {...}
-//		route        <address> <id>
-//		drain        <address>...
-//		sticky       cookie|route|learn ... (see unmarshalSticky)
 //		<policy options>
 //	}
 //
