@@ -178,12 +178,14 @@ func pickLeastSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Tick
 						}
 						bit <<= 1
 					}
-					if !tied {
-						i = g.members[best].index
-					} else if mask == g.allMask {
-						i = tiedAll(b, g, gate)
+					if tied {
+						if mask == g.allMask {
+							i = tiedAll(b, g, gate)
+						} else {
+							i = tiedPass(b, g, mask, gate)
+						}
 					} else {
-						i = tiedPass(b, g, mask, gate)
+						i = g.members[best].index
 					}
 				}
 			}
