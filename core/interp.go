@@ -98,12 +98,26 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 		return pickTwoSteady(b, g, true)
 	case tableFair:
 		return pickFairSteady(b, g, true)
+	case tableDraw:
+		return takeDraw(b, g, key)
 	case tableCRC:
 		return takeCRC(b, g, key)
 	case tableMaglev:
 		return takeMaglev(b, g, key)
 	case tableIPHash:
 		return takeIPHash(b, g, key)
+	}
+	return takeAny(b, key)
+}
+
+// takeDraw is Take under random and weighted_random: pickTable's draw,
+// inline, with a ticket of 0 (these count nothing, and a steady group has
+// no backend with failures to clear).
+func takeDraw(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if g.gate.Load() < 1<<modeBits { // steady, inline: the gate is never negative
+		if g.watch.Load() == 0 {
+			return int(g.look[b.rand()%g.lookLen]), noCount, noTicket
+		}
 	}
 	return takeAny(b, key)
 }
