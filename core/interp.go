@@ -21,8 +21,10 @@ import (
 //     with a deferred call into compiled code;
 //   - least_conn and fair, which have no table that answers alone, read
 //     their flat arrays under the table's guard in one function each
-//     (pickLeastSteady, pickTwoSteady, pickFairSteady), where the full pick
-//     costs a request value, its dispatch and a call per member;
+//     (pickLeastSteady, pickTwoSteady, pickFairSteady), which for Take also
+//     counts the request (takeCounted) and for pickTable does not: one
+//     frame where the full pick costs a request value, its dispatch and a
+//     call per member;
 //   - hashing a key calls the standard library's compiled checksum and
 //     address parser where compiled code runs its own loops (crcString,
 //     ipHashFirst);
@@ -32,7 +34,12 @@ import (
 //     the common path's frames do not carry its values; tables are flat
 //     arrays (nested ones index several times slower); hashString's
 //     rotations are written out (bits.RotateLeft64 would be a call each);
-//     sorts take no comparison callbacks.
+//     sorts take no comparison callbacks;
+//   - on the pick path, conditions are nested rather than joined with &&
+//     (each && is a value of its own), a variable is assigned alone (a
+//     tuple assignment allocates each time it runs, so a loop's costs as
+//     many times), and a return statement gives variables, not constants
+//     (each constant there allocates each time: noCount, noTicket).
 //
 // Two defects of yaegi v0.16.1 shape code elsewhere: it misreads the
 // element type of crc32.IEEETable (so crcTable is computed, in url_hash.go),
@@ -41,12 +48,21 @@ import (
 //
 // Every function here makes the choice of the full pick it stands for:
 // TestSteadyMatchesFullPick holds each strategy to it choice for choice,
-// and the yaegi suite runs them interpreted.
+// TestTakeMatchesPick holds Take to Pick, and the yaegi suite runs them
+// interpreted.
 
 // interpreted is true when this package runs under an interpreter such as
 // Traefik's (yaegi), whose types have no names in package reflect. Only the
 // cost of a computation depends on it, never its result.
 var interpreted bool = reflect.TypeOf(nameProbe{}).Name() == ""
+
+// noCount and noTicket are the results nil and 0 of Take's paths (see
+// above: a constant in a return statement costs an allocation each time
+// it runs, a variable's value none).
+var (
+	noCount  *atomic.Int64
+	noTicket Ticket
+)
 
 type nameProbe struct{}
 
@@ -74,13 +90,19 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	g := b.primary
 	switch g.table {
 	case tableSchedule:
-		if g.gate.Load() == 1 && g.watch.Load() == 0 { // pickTable's read, inline
-			return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size]), nil, 0
+		if g.gate.Load() == 1 { // pickTable's read, inline
+			if g.watch.Load() == 0 {
+				return int(g.look[(g.cur.n.Add(1)-1)%g.lookLen]), noCount, noTicket
+			}
 		}
-	case tableLeast, tableTwo:
-		return takeLeast(b, g, key)
+	case tableLeast:
+		return pickLeastSteady(b, g, true)
+	case tableTwo:
+		return pickTwoSteady(b, g, true)
 	case tableFair:
-		return takeFair(b, g, key)
+		return pickFairSteady(b, g, true)
+	case tableDraw:
+		return takeDraw(b, g, key)
 	case tableCRC:
 		return takeCRC(b, g, key)
 	case tableMaglev:
@@ -91,76 +113,181 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	return takeAny(b, key)
 }
 
+// takeDraw is Take under random and weighted_random: pickTable's draw,
+// inline, with a ticket of 0 (these count nothing, and a steady group has
+// no backend with failures to clear).
+func takeDraw(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if g.gate.Load() < 1<<modeBits { // steady, inline: the gate is never negative
+		if g.watch.Load() == 0 {
+			return int(g.look[b.rand()%g.lookLen]), noCount, noTicket
+		}
+	}
+	return takeAny(b, key)
+}
+
 // takeCRC, takeMaglev and takeIPHash are Take under url_hash's ketama and
 // modulo modes, its maglev mode and ip_hash: pickTable's read, inline, a
 // function each (the hashing too, as crcString and ipHashFirst do it
 // interpreted), with a ticket of 0 (these count nothing, and a steady
-// group has no backend with failures to clear).
+// group has no backend with failures to clear). The guard is steady's,
+// its conditions nested (see above; the gate is never negative).
 func takeCRC(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if key != "" && g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
-		if i := g.look[crcString(key)>>g.lookShift]; i >= 0 {
-			return int(i), nil, 0
+	if key != "" {
+		if g.gate.Load() < 1<<modeBits {
+			if g.watch.Load() == 0 {
+				if i := int(g.look[crcString(key)>>g.lookShift]); i >= 0 {
+					return i, noCount, noTicket
+				}
+			}
 		}
 	}
 	return takeAny(b, key)
 }
 
 func takeMaglev(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if key != "" && g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
-		if i := g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]; i >= 0 { // slot(g, maglevKey(key))
-			return int(i), nil, 0
+	if key != "" {
+		if g.gate.Load() < 1<<modeBits {
+			if g.watch.Load() == 0 {
+				if i := int(g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]); i >= 0 { // slot(g, maglevKey(key))
+					return i, noCount, noTicket
+				}
+			}
 		}
 	}
 	return takeAny(b, key)
 }
 
 func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 { // steady, inline
-		if i := g.look[ipHashFirst(key)]; i >= 0 {
-			return int(i), nil, 0
-		}
-	}
-	return takeAny(b, key)
-}
-
-// takeLeast is Take under least_conn: its steady read (exact, or two
-// choices'), the request counted on the backend alone, inline. A steady
-// group has no backend with failures to clear (see steady), so the
-// ticket is 0.
-func takeLeast(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if gate := g.gate.Load(); gate>>modeBits == 0 && g.watch.Load() == 0 { // steady(g, gate), inline
-		i := noAnswer
-		if g.table == tableLeast {
-			i = pickLeastSteady(b, g, gate)
-		} else {
-			i = pickTwoSteady(b, g)
-		}
-		if i >= 0 {
-			n := b.counts[i]
-			n.Add(1)
-			b.requests[i].Add(1)
-			if b.inflight != nil {
-				b.inflight.Add(1)
-				return i, n, ticketTotal
+	if g.gate.Load() < 1<<modeBits {
+		if g.watch.Load() == 0 {
+			if i := int(g.look[ipHashFirst(key)]); i >= 0 {
+				return i, noCount, noTicket
 			}
-			return i, n, 0
 		}
 	}
 	return takeAny(b, key)
 }
 
-// takeFair is Take under fair: its steady read at the pick's clock
-// reading, which the ticket carries, and the count as takeLeast's.
-func takeFair(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if gate := g.gate.Load(); gate>>modeBits == 0 && g.watch.Load() == 0 { // steady(g, gate), inline
-		now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
-		i := pickFairSteady(b, g, now)
-		n := b.counts[i]
-		n.Add(1)
-		b.requests[i].Add(1)
-		return i, n, Ticket(now &^ ticketFlags)
+// pickLeastSteady is least_conn's read of a steady group, for Take (take
+// true) and for pickTable (take false). While nothing is in flight (for a
+// balancer that counts over all backends, see keepsTotal) and the schedule
+// follows its canonical table, every member that is not down ties, and
+// nginx's pass among them all is smooth_wrr's next step, the table's next
+// entry; otherwise, for a group of up to tieBits members all up, one pass
+// over the group's counts and weights (in thousandths) finds the member
+// with the fewest requests in flight per weight, nginx's choice when it is
+// the only one (scanPlain's answer); a tie goes to tiedAll or tiedPass,
+// with a bit per tied position. Where neither answers, or the group is not
+// steady, the answer is noAnswer: pickTable's, and Take's takeAny. Take's
+// pick goes to takeCounted. The guard and the scan are inline (Take's
+// frame and this one are all a pick costs) and their conditions flat.
+func pickLeastSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
+	i := noAnswer
+	if gate := g.gate.Load(); gate < 1<<modeBits { // steady(g, gate), inline: the gate is never negative
+		if g.watch.Load() == 0 {
+			if b.inflight != nil {
+				i = leastIdle(b, g, gate)
+			}
+			if i < 0 {
+				if g.leastScan {
+					// bc/bw starts as 1/0, above any load: the first member takes it.
+					best, bc, bw, mask, bit, tied := 0, int64(1), int64(0), uint64(0), uint64(1), false
+					for k, n := range g.counts {
+						c, w := n.Load(), g.milli[k]
+						if lhs, rhs := c*bw, bc*w; lhs < rhs {
+							best = k
+							bc = c
+							bw = w
+							mask = bit
+							tied = false
+						} else if lhs == rhs {
+							mask |= bit
+							tied = true
+						}
+						bit <<= 1
+					}
+					if tied {
+						if mask == g.allMask {
+							i = tiedAll(b, g, gate)
+						} else {
+							i = tiedPass(b, g, mask, gate)
+						}
+					} else {
+						i = g.members[best].index
+					}
+				}
+			}
+		}
 	}
-	return takeAny(b, key)
+	if take {
+		return takeCounted(b, i, noTicket)
+	}
+	return i, noCount, noTicket
+}
+
+// takeCounted ends the Take of a steady read that chose backend i (or
+// noAnswer: then it is takeAny's) with ticket t: it counts the request on
+// the backend and hands the backend's count back (takeTotal counts it over
+// all backends too, where the balancer keeps that count). A steady group
+// has no backend with failures to clear (see steady), so t says nothing of
+// failures. least_conn and fair ignore the key.
+func takeCounted(b *Balancer, i int, t Ticket) (int, *atomic.Int64, Ticket) {
+	if i < 0 {
+		return takeAny(b, "")
+	}
+	n := b.counts[i]
+	n.Add(1)
+	b.requests[i].Add(1)
+	if b.inflight != nil {
+		return takeTotal(b, i, n, t)
+	}
+	return i, n, t
+}
+
+// takeTotal is takeCounted's end for a balancer that counts requests over
+// all backends: the request counted there too, and ticketTotal in its
+// ticket, so that Done takes it off.
+func takeTotal(b *Balancer, i int, n *atomic.Int64, t Ticket) (int, *atomic.Int64, Ticket) {
+	b.inflight.Add(1)
+	return i, n, t | ticketTotal
+}
+
+// pickFairSteady is fair's read of a steady group (so every member is
+// eligible at its configured weight), for Take (take true) and pickTable
+// (take false), at the pick's clock reading: pickFair's rules, in its
+// order, with nothing to check per member, over member positions and the
+// flat arrays. Take's pick goes to takeCounted with a ticket that carries
+// the clock reading; an unsteady group's answer is noAnswer (Take's:
+// takeAny's).
+func pickFairSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
+	if g.gate.Load() < 1<<modeBits { // steady(g, gate), inline
+		if g.watch.Load() == 0 {
+			now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
+			if now == 0 {
+				now = 1
+			}
+			x := b.rand()
+			p := b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
+			// The probe rule: p keeps the pick if not picked for DecayTime/4.
+			if now-g.picks[p].Load() < g.probe {
+				if g.fairAll {
+					p = fairScanSteady(g, p)
+				} else {
+					p = fairTwoSteady(b, g, x, p)
+				}
+			}
+			g.picks[p].Store(now) // taken, inline
+			i := g.members[p].index
+			if take {
+				return takeCounted(b, i, Ticket(now&^ticketFlags))
+			}
+			return i, noCount, noTicket
+		}
+	}
+	if take {
+		return takeAny(b, "")
+	}
+	return noAnswer, noCount, noTicket
 }
 
 // takeAny is Take as Pick makes it: the table's read or the full pick, and
@@ -251,94 +378,55 @@ func ipv6Hash(ip net.IP) int {
 	return (ipHashInit*ipHashPow[net.IPv6len] + ipHashSum(ip)) % ipHashMod
 }
 
-// pickLeastSteady is least_conn's read of a steady group (gate is the
-// schedule's gate as pickTable read it): while nothing is in flight (for a
-// balancer that counts over all backends, see keepsTotal) and the schedule
-// follows its canonical table, every member that is not down ties, and
-// nginx's pass among them all is smooth_wrr's next step, the table's next
-// entry; otherwise, for a group of up to tieBits members all up, one pass
-// over the group's counts and weights (in thousandths) finds the member with
-// the fewest requests in flight per weight, nginx's choice when it is the
-// only one (scanPlain's answer); a tie goes to tiedPass, with a bit per
-// tied position. Where neither answers, noAnswer. The scan is inline and
-// its conditions few and flat: every call and subexpression costs the
-// interpreter allocations.
-func pickLeastSteady(b *Balancer, g *group, gate int64) int {
-	if b.inflight != nil && gate == 1 {
-		if i := leastIdle(b, g); i >= 0 {
-			return i
-		}
-	}
-	if g.leastScan {
-		// bc/bw starts as 1/0, above any load: the first member takes it.
-		milli := g.milli
-		best, bc, bw, mask, bit := 0, int64(1), int64(0), uint64(0), uint64(1)
-		for i, n := range g.counts {
-			c, w := n.Load(), milli[i]
-			if lhs, rhs := c*bw, bc*w; lhs < rhs {
-				best, bc, bw, mask = i, c, w, bit
-			} else if lhs == rhs {
-				mask |= bit
-			}
-			bit <<= 1
-		}
-		if mask&(mask-1) == 0 { // one bit: best alone
-			return g.members[best].index
-		}
-		if p := tiedPass(b, g, mask, gate); p >= 0 {
-			return p
-		}
-	}
-	return noAnswer
-}
-
-// leastIdle is pickLeastSteady's answer while nothing is in flight: the
-// table's next entry. It returns -1 while something is in flight. A
-// function of its own, so that a group below nine members (which keeps no
-// count over all of them) does not pay for its values.
-func leastIdle(b *Balancer, g *group) int {
-	if b.inflight.Load() == 0 {
+// leastIdle is pickLeastSteady's answer while nothing is in flight and the
+// schedule follows its canonical table (gate 1): the table's next entry.
+// It returns noAnswer otherwise. A function of its own, so that a group below
+// nine members (which keeps no count over all of them) does not pay for
+// its values.
+func leastIdle(b *Balancer, g *group, gate int64) int {
+	if gate == 1 && b.inflight.Load() == 0 {
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
-	return -1
+	return noAnswer
 }
 
 // tiedPass is least_conn's tie under load, for the members in mask as the
 // scan found them tied, gate the schedule's gate as read before the scan:
 // nginx's smooth pass among the tied, as exactLeast makes it, in one
-// function over the flat arrays. When every member ties it is smooth_wrr's
-// pass over them all: the table's next entry while the schedule follows it,
-// smooth_wrr's own pick while it follows an orbit it learnt. Otherwise it
-// is exactPass's, inline: leaving the table first if the schedule follows
-// one, smoothPass, and follow's part. It returns the backend index, or -1
-// where the full pick must answer (a member unsteady at the pass, or, at a
-// tie among every member, the schedule back on a table meanwhile).
+// function over the flat arrays (a tie among every member while the
+// schedule follows a table or an orbit is tiedAll's). It is exactPass's,
+// inline: leaving the table first if the schedule follows one, smoothPass,
+// and follow's part. It returns the backend index, or noAnswer where the
+// full pick must answer (a member unsteady at the pass, or, at a tie among
+// every member, the schedule back on a table meanwhile).
 func tiedPass(b *Balancer, g *group, mask uint64, gate int64) int {
 	all := mask == g.allMask
-	if all && gate != 0 {
-		return tiedAll(b, g, gate)
-	}
 	sm := g.smooth
 	sm.mu.Lock()
 	if gate = g.gate.Load(); gate != 0 && !tiedLeave(g, gate, all) {
 		sm.mu.Unlock()
-		return -1
+		return noAnswer
 	}
 	cur, wu, tag := sm.current, sm.wunit, sm.tag
 	best, top, total, set := -1, int64(0), int64(0), uint64(0)
-	for i, bit := 0, uint64(1); i < len(cur); i, bit = i+1, bit<<1 {
+	bit := uint64(1)
+	for i := 0; i < len(cur); i++ {
 		if mask&bit != 0 {
 			c := cur[i] + wu[i]
 			cur[i] = c
 			total += wu[i]
 			set ^= tag[i]
 			if best < 0 || c > top { // ties go to the earlier member, as in nginx
-				best, top = i, c
+				best = i
+				top = c
 			}
 		}
+		bit <<= 1
 	}
 	cur[best] -= total
-	sm.clean, sm.set, sm.partTotal = true, set, total
+	sm.clean = true
+	sm.set = set
+	sm.partTotal = total
 	if g.ties.table != nil { // follow's part (beyond the bound there is no table)
 		if all {
 			tiedFollow(b, g, best)
@@ -372,53 +460,54 @@ func tiedFollow(b *Balancer, g *group, best int) {
 	follow(g.ties, g, &r, best, false)
 }
 
-// tiedAll is tiedPass's pass when every member ties while the schedule
-// follows a table (gate is 1, the canonical one: its next entry) or an
-// orbit smooth_wrr learnt (its pick), in a function of its own so that
-// tiedPass's frame has neither.
+// tiedAll is pickLeastSteady's pass when every member ties: while the schedule
+// follows a table (gate is 1, the canonical one) the table's next entry,
+// while it follows an orbit smooth_wrr learnt smooth_wrr's own pick, and
+// otherwise tiedPass's. A function of its own, so that the scan's frame
+// holds neither and a tie among all does not pay for tiedPass's frame.
 func tiedAll(b *Balancer, g *group, gate int64) int {
 	if gate == 1 {
-		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+		return int(g.look[(g.cur.n.Add(1)-1)%g.lookLen])
 	}
+	if gate != 0 {
+		return tiedOrbit(b, g)
+	}
+	return tiedPass(b, g, g.allMask, gate)
+}
+
+// tiedOrbit is tiedAll's pick while the schedule follows an orbit
+// smooth_wrr learnt: smooth_wrr's own pick.
+func tiedOrbit(b *Balancer, g *group) int {
 	r := request{b: b}
 	return g.members[g.ties.pick(g, r)].index
 }
 
-// pickTwoSteady is two choices' read of a steady group: two draws in
-// proportion to weight from look (fairPair's, inline: its two results
-// would cost a call's worth), and the one with fewer requests in flight per
-// weight, the first on a tie.
-func pickTwoSteady(b *Balancer, g *group) int {
-	n := g.lookLen
-	x := b.rand()
-	i, j := g.look[(x&0xffffffff)%n], g.look[(x>>32)%n]
-	if i == j {
-		j = redraw(b, g.look, i)
-	}
-	mi, mj := b.members[i], b.members[j]
-	if mj.state.inflight.Load()*int64(mi.weight) < mi.state.inflight.Load()*int64(mj.weight) {
-		return int(j)
-	}
-	return int(i)
-}
-
-// pickFairSteady is fair's read of a steady group (so every member is
-// eligible at its configured weight) at clock reading now: pickFair's
-// rules, in its order, with nothing to check per member, over member
-// positions and the flat arrays.
-func pickFairSteady(b *Balancer, g *group, now int64) int {
-	x := b.rand()
-	p := b.members[g.look[(x&0xffffffff)%g.lookLen]].pos // fairPair's first
-	// The probe rule: p keeps the pick if not picked for DecayTime/4.
-	if now-g.picks[p].Load() < g.probe {
-		if g.fairAll {
-			p = fairScanSteady(g, p)
-		} else {
-			p = fairTwoSteady(b, g, x, p)
+// pickTwoSteady is two choices' read of a steady group, for Take (take
+// true) and pickTable (take false): two draws in proportion to weight from
+// look (fairPair's, inline: its two results would cost a call's worth),
+// and the one with fewer requests in flight per weight, the first on a
+// tie. Take's pick goes to takeCounted; an unsteady group's answer is
+// noAnswer (Take's: takeAny's).
+func pickTwoSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
+	i := noAnswer
+	if g.gate.Load() < 1<<modeBits { // steady(g, gate), inline
+		if g.watch.Load() == 0 {
+			x := b.rand()
+			a := g.look[(x&0xffffffff)%g.lookLen]
+			c := g.look[(x>>32)%g.lookLen]
+			if a == c {
+				c = redraw(b, g.look, a)
+			}
+			i = int(a)
+			if b.counts[c].Load()*int64(b.members[a].weight) < b.counts[a].Load()*int64(b.members[c].weight) {
+				i = int(c)
+			}
 		}
 	}
-	g.picks[p].Store(now) // taken, inline
-	return g.members[p].index
+	if take {
+		return takeCounted(b, i, noTicket)
+	}
+	return i, noCount, noTicket
 }
 
 // fairTwoSteady is the choice in a group too large to score in whole: the
@@ -452,32 +541,47 @@ func fairScanSteady(g *group, first int) int {
 			s = 0 // unmeasured and idle
 		}
 		if c == first {
-			fs, fe = s, x
+			fs = s
+			fe = x
 		}
 		if s < bs {
-			best, bs, bin, bm, be = c, s, in, w, x
+			best = c
+			bs = s
+			bin = in
+			bm = w
+			be = x
 		}
-		if s < ls && in*fm < fin*w {
-			lb, ls, le = c, s, x
+		if s < ls {
+			if in*fm < fin*w {
+				lb = c
+				ls = s
+				le = x
+			}
 		}
 	}
-	// fairBetter for best, then for lb, inline.
-	if best != first && best != lb && bs < fs {
-		if bin*fm == fin*bm { // as loaded: the larger tie
-			t := be.tie
-			if fe.tie > t {
-				t = fe.tie
-			}
-			if bs*float64(t) < fs*fairUnit {
-				return best
-			}
-		} else { // more loaded: the smaller near
-			t := be.near
-			if fe.near < t {
-				t = fe.near
-			}
-			if bs*float64(fairUnit+t) < fs*fairUnit {
-				return best
+	// fairBetter for best, then for lb, inline (nested conditions and one
+	// t: each && and each variable costs the interpreter a value).
+	var t int64
+	if best != first {
+		if best != lb {
+			if bs < fs {
+				if bin*fm == fin*bm { // as loaded: the larger tie
+					t = be.tie
+					if fe.tie > t {
+						t = fe.tie
+					}
+					if bs*float64(t) < fs*fairUnit {
+						return best
+					}
+				} else { // more loaded: the smaller near
+					t = be.near
+					if fe.near < t {
+						t = fe.near
+					}
+					if bs*float64(fairUnit+t) < fs*fairUnit {
+						return best
+					}
+				}
 			}
 		}
 	}
@@ -485,7 +589,7 @@ func fairScanSteady(g *group, first int) int {
 		if ls < fs {
 			return lb
 		}
-		t := le.near
+		t = le.near
 		if fe.near < t {
 			t = fe.near
 		}

@@ -28,6 +28,7 @@ func TestTakeMatchesPick(t *testing.T) {
 		{"fair ten", Config{Strategy: Fair, Backends: hcBackends(1, 2, 3, 4, 5, 1, 2, 3, 4, 5)}, "", true},
 		{"smooth_wrr", Config{Strategy: SmoothWRR, Backends: hcBackends(5, 3, 2)}, "", false},
 		{"weighted_random", Config{Strategy: WeightedRandom, Backends: hcBackends(5, 3, 2)}, "", false},
+		{"random", Config{Strategy: Random, Backends: hcBackends(5, 3, 2)}, "", false},
 		{"url_hash bounded", Config{Strategy: URLHash, HashMode: HashBounded, Backends: hcBackends(1, 1, 1)}, "/a/%d", true},
 		{"url_hash ketama", Config{Strategy: URLHash, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
 		{"url_hash modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},

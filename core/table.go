@@ -82,11 +82,14 @@ func pickTable(b *Balancer, key string) int {
 	case tableIPHash:
 		i = g.look[ipHashFirst(key)]
 	case tableLeast:
-		return pickLeastSteady(b, g, gate)
+		i, _, _ := pickLeastSteady(b, g, false)
+		return i
 	case tableTwo:
-		return pickTwoSteady(b, g)
+		i, _, _ := pickTwoSteady(b, g, false)
+		return i
 	case tableFair:
-		return pickFairSteady(b, g, clockNano(b))
+		i, _, _ := pickFairSteady(b, g, false)
+		return i
 	}
 	if i < 0 {
 		return noAnswer

@@ -75,7 +75,9 @@ func PickLoop(h http.Handler) func(n int) {
 // BenchmarkPluginBusy measures the interpreted plugin's request (proxying
 // stubbed) and its pick alone over three servers of weights 5, 3 and 2 with
 // requests in flight, as under sustained load: no tie among the least
-// loaded, two tied, all three tied by weight.
+// loaded, two tied, all three tied by weight; and the request under the
+// strategies that count nothing and are not table schedules (weighted_random,
+// url_hash by the request's URI, ip_hash by its client address).
 func BenchmarkPluginBusy(b *testing.B) {
 	l := loadPlugin(b, map[string]string{"zz_stub.go": stubSource, "zz_busy.go": busySource})
 	stubProxies := eval(b, l.i, "traefikplugin.StubProxies").(func(http.Handler, http.Handler))
@@ -89,13 +91,17 @@ func BenchmarkPluginBusy(b *testing.B) {
 	for _, c := range []struct {
 		name, doc string
 		held      []int
+		keyed     bool // the request only: PickLoop's picks have no key
 	}{
-		{"smooth_wrr", "strategy: smooth_wrr\n", []int{6, 3, 1}},
-		{"least_conn/none_tie", "strategy: least_conn\n", []int{6, 3, 1}},
-		{"least_conn/two_tie", "strategy: least_conn\n", []int{5, 3, 3}},
-		{"least_conn/all_tie", "strategy: least_conn\n", []int{5, 3, 2}},
-		{"least_conn_two_choices", "strategy: least_conn\ntwoChoices: true\n", []int{6, 3, 1}},
-		{"fair", "strategy: fair\n", []int{6, 3, 1}},
+		{"smooth_wrr", "strategy: smooth_wrr\n", []int{6, 3, 1}, false},
+		{"least_conn/none_tie", "strategy: least_conn\n", []int{6, 3, 1}, false},
+		{"least_conn/two_tie", "strategy: least_conn\n", []int{5, 3, 3}, false},
+		{"least_conn/all_tie", "strategy: least_conn\n", []int{5, 3, 2}, false},
+		{"least_conn_two_choices", "strategy: least_conn\ntwoChoices: true\n", []int{6, 3, 1}, false},
+		{"fair", "strategy: fair\n", []int{6, 3, 1}, false},
+		{"weighted_random", "strategy: weighted_random\n", nil, false},
+		{"url_hash", "strategy: url_hash\n", nil, true},
+		{"ip_hash", "strategy: ip_hash\n", nil, true},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		h, err := l.newHandler(ctx, c.doc+servers, fmt.Sprint("busy ", c.name))
@@ -111,8 +117,10 @@ func BenchmarkPluginBusy(b *testing.B) {
 				}
 			})
 		})
-		b.Run(c.name+"/pick", func(b *testing.B) { benchCPU(b, pickLoop(h)) })
-		b.Run(c.name+"/start_done", func(b *testing.B) { benchCPU(b, startDone(h)) })
+		if !c.keyed {
+			b.Run(c.name+"/pick", func(b *testing.B) { benchCPU(b, pickLoop(h)) })
+			b.Run(c.name+"/start_done", func(b *testing.B) { benchCPU(b, startDone(h)) })
+		}
 		cancel()
 	}
 }
