@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -96,27 +97,45 @@ type learning struct {
 // connection's previous request if that request is over: requests one
 // after another see the earlier ones ended, as in nginx. (Requests of
 // other connections see a try end when its callback runs.)
-type connTries struct{ m sync.Map } // remote address -> *attempt
+//
+// The latest try of each connection is kept in a slot chosen by a hash of
+// the connection's remote address, without allocating; two connections in
+// one slot take turns, and the one whose try was replaced sees its tries
+// end when their callbacks run, as if it were not kept.
+type connTries struct {
+	slots [connSlots]atomic.Pointer[attempt]
+}
+
+// connSlots is the number of connections whose latest tries are kept at
+// once, at most.
+const connSlots = 256
+
+// slot returns the slot of the connection with remote address remote.
+func (c *connTries) slot(remote string) *atomic.Pointer[attempt] {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(remote); i++ {
+		h = (h ^ uint32(remote[i])) * 16777619
+	}
+	return &c.slots[h%connSlots]
+}
 
 // settle ends the try of r's connection's previous request, if that
 // request is over.
 func (c *connTries) settle(r *http.Request) {
-	if v, ok := c.m.Load(r.RemoteAddr); ok {
-		if a := v.(*attempt); a.ctx.Err() != nil {
-			a.stop()
-			a.finish(false)
-		}
+	if a := c.slot(r.RemoteAddr).Load(); a != nil && a.remote == r.RemoteAddr && a.ctx.Err() != nil {
+		a.stop()
+		a.finish(false)
 	}
 }
 
 // add records a as the latest try of its connection.
 func (c *connTries) add(a *attempt) {
 	a.conns = c
-	c.m.Store(a.remote, a)
+	c.slot(a.remote).Store(a)
 }
 
-// done forgets a, unless a later try of its connection replaced it.
-func (c *connTries) done(a *attempt) { c.m.CompareAndDelete(a.remote, a) }
+// done forgets a, unless a later try replaced it.
+func (c *connTries) done(a *attempt) { c.slot(a.remote).CompareAndSwap(a, nil) }
 
 // learn binds the session of a try the upstream answered to its upstream,
 // as nginx does when a request ends.
