@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // Plugin is the middleware: a balancer over its servers and one reverse
@@ -57,6 +58,10 @@ type Plugin struct {
 	// field costs an allocation on every use).
 	errs    sync.Map
 	pending *atomic.Int64
+	// Sticky sessions (sticky.go): the settings, nil when off, and learn's
+	// session table, which outlives reloads with the balancer's state.
+	sticky   *stickySettings
+	sessions *sticky.Sessions
 }
 
 // balancer is the balancer of the moment, and what the request path knows
@@ -99,6 +104,8 @@ type attempt struct {
 	err   error         // the transport error of the last try, if any
 	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
+	id    string        // the request's sticky id, for every pick
+	set   bool          // the sticky cookie is on the answer (see setStickyCookie)
 }
 
 // untried is the availability predicate for a retry: a request never goes
@@ -136,6 +143,8 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		timed:    traits.Times,
 		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
+		sticky:   s.sticky,
+		sessions: sh.sessions,
 	}
 	if s.steer {
 		go p.closeOnDone(ctx)
@@ -201,8 +210,8 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp.BufferPool = p.buffers
 	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
-	if p.s.failStatus != nil {
-		rp.ModifyResponse = statusCheck(p)
+	if p.s.failStatus != nil || p.sticky != nil && p.sticky.learns() && p.sticky.header {
+		rp.ModifyResponse = statusCheck(p, i)
 	}
 	if !p.s.passHost {
 		direct := rp.Director
@@ -313,7 +322,9 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 // key to hash (least_conn, fair, maxConns), the table strategies'
 // (smooth_wrr, gcd_wrr, round_robin), and the others'.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.counted {
+	if p.sticky != nil {
+		serveSticky(w, r, p)
+	} else if p.counted {
 		if a := serveCounted(w, r, p); a != nil {
 			retry(w, a, nil)
 		}
@@ -414,6 +425,35 @@ func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, 
 		return nil
 	}
 	return a
+}
+
+// serveSticky serves a request when sticky sessions are on: the pick
+// honours its sticky id, the answer carries the cookie (cookie mode), and
+// its end teaches the session table (learn mode).
+func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
+	b := p.bal.Load().(*balancer)
+	key := ""
+	if p.keyKind != keyNone {
+		key = requestKey(p.s, r)
+	}
+	a := &attempt{p: p, b: b, req: r, key: key, id: stickyID(p.sticky, p.sessions, r)}
+	a.i, a.t = core.Pick(b.Balancer, key, core.Filter{Sticky: a.id})
+	if a.i < 0 {
+		unavailable(w)
+		return
+	}
+	if p.sticky.cookie != nil {
+		setStickyCookie(w.Header(), p.sticky.cookie, b.Balancer, a.i, false)
+		a.set = true
+	}
+	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
+		serveBody(w, a)
+	} else if !try(w, a) {
+		retry(w, a, nil)
+	}
+	if p.sticky.learns() && !p.sticky.header && a.err == nil && !a.bad {
+		learn(p.sticky, p.sessions, r, w.Header(), a.b.Balancer, a.i)
+	}
 }
 
 // serveOther answers a request with no server to go to, and proxies the
@@ -557,7 +597,7 @@ func retry(w http.ResponseWriter, a *attempt, body *replay) {
 			return
 		}
 		a.tried[a.i] = true
-		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried})
+		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried, Sticky: a.id})
 		if next < 0 {
 			badGateway(w, a.err)
 			return
@@ -565,6 +605,9 @@ func retry(w http.ResponseWriter, a *attempt, body *replay) {
 		a.i, a.t = next, t
 		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
+		if a.set {
+			setStickyCookie(w.Header(), a.p.sticky.cookie, a.b.Balancer, a.i, true)
+		}
 		if body != nil {
 			req.Body = body.view()
 		}

@@ -5,17 +5,24 @@ import (
 	"net/http"
 )
 
-// statusCheck is the reverse proxies' ModifyResponse when some statuses
-// count as the server's failure (failStatus): an answer with one of them
-// is marked for its request, which ServeHTTP takes after the proxy returns
+// statusCheck is server i's reverse proxy's ModifyResponse when some
+// statuses count as the server's failure (failStatus), or sticky learn
+// learns from the response header: an answer with a failStatus status is
+// marked for its request, which ServeHTTP takes after the proxy returns
 // (failedStatus), as it takes a transport error; the answer itself goes to
-// the client unchanged. An answer with any other status costs one look at
-// the table.
-func statusCheck(p *Plugin) func(*http.Response) error {
+// the client unchanged. Any other answer costs one look at the table, and
+// teaches learn's table (nginx learns from no failed try).
+func statusCheck(p *Plugin, i int) func(*http.Response) error {
 	fail := p.s.failStatus
+	ss := p.sticky
+	if ss != nil && (!ss.learns() || !ss.header) {
+		ss = nil
+	}
 	return func(res *http.Response) error {
 		if c := res.StatusCode; c >= 0 && c < len(fail) && fail[c] {
 			markStatus(p, res.Request.Context())
+		} else if ss != nil {
+			learn(ss, p.sessions, res.Request, res.Header, p.bal.Load().(*balancer).Balancer, i)
 		}
 		return nil
 	}

@@ -137,7 +137,7 @@ func newSteerer(p *Plugin, next http.Handler) *steerer {
 	st := &steerer{
 		p:       p,
 		next:    next,
-		plain:   p.keyKind == keyNone && !p.track,
+		plain:   p.keyKind == keyNone && !p.track && p.sticky == nil,
 		quiet:   !p.track && !p.timed,
 		prefix:  s.cookie + "=",
 		own:     map[string]int{},
@@ -184,23 +184,31 @@ func (st *steerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // steerOther serves the requests ServeHTTP does not: with a key to hash,
-// counted in flight, retried, or switching protocols.
+// counted in flight, retried, switching protocols, or with sticky
+// sessions on. A request's sticky id is read before its cookies change.
 func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string) {
 	if st.p.keyKind != keyNone {
 		key = requestKey(st.p.s, r)
+	}
+	id := ""
+	if st.p.sticky != nil {
+		id = stickyID(st.p.sticky, st.p.sessions, r)
 	}
 	var tried []bool
 	if st.retried.Load() != 0 {
 		tried = st.triedBy(r)
 	}
 	b := st.p.bal.Load().(*balancer)
-	i, t := steerPick(b, key, tried)
+	i, t := steerPick(b, key, tried, id)
 	if i < 0 {
 		noServer(w, tried != nil)
 		return
 	}
 	steerCookie(r, st, i)
 	if r.Header["Upgrade"] != nil {
+		if st.p.sticky != nil && st.p.sticky.cookie != nil {
+			setStickyCookie(w.Header(), st.p.sticky.cookie, b.Balancer, i, false)
+		}
 		steerUpgrade(w, r, st, b, i, t)
 		return
 	}
@@ -211,18 +219,22 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 	// Deferred: Traefik's proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
 	defer steerEnd(sw)
+	if st.p.sticky != nil && st.p.sticky.learns() && !st.p.sticky.header {
+		defer steerLearn(sw) // at the request's end, before steerEnd
+	}
 	st.next.ServeHTTP(sw, r)
 }
 
-// steerPick picks the server for a steered request, among those it has
-// not tried yet when tried is not nil, and begins the request there (see
-// core.Pick); -1 when no server is left. It, core.Take in ServeHTTP, and
-// steerDone are steer mode's only calls into the balancer.
-func steerPick(b *balancer, key string, tried []bool) (int, core.Ticket) {
+// steerPick picks the server for a steered request with sticky id id
+// ("" none), among those it has not tried yet when tried is not nil, and
+// begins the request there (see core.Pick); -1 when no server is left.
+// It, core.Take in ServeHTTP, and steerDone are steer mode's only calls
+// into the balancer.
+func steerPick(b *balancer, key string, tried []bool, id string) (int, core.Ticket) {
 	if tried == nil {
-		return core.Pick(b.Balancer, key, core.Filter{})
+		return core.Pick(b.Balancer, key, core.Filter{Sticky: id})
 	}
-	return core.Pick(b.Balancer, key, core.Filter{Allow: triedSet(tried).untried})
+	return core.Pick(b.Balancer, key, core.Filter{Allow: triedSet(tried).untried, Sticky: id})
 }
 
 // noServer answers a request for which no server is left: 503, or 502
@@ -362,7 +374,40 @@ func answer(sw *steerWriter, code int) {
 	if h["Set-Cookie"] != nil || sw.st.p.timed {
 		answered(sw, h)
 	}
+	if sw.st.p.sticky != nil {
+		stickyAnswer(sw, h)
+	}
 	sw.left = declared(h["Content-Length"])
+}
+
+// stickyAnswer puts the sticky cookie on a steered answer, once the
+// service's own cookie is out of it, naming the server Traefik used (the
+// one picked when it used none of the plugin's); and learns from the
+// answer's header with learn's header setting.
+func stickyAnswer(sw *steerWriter, h http.Header) {
+	ss := sw.st.p.sticky
+	j := sw.served
+	if j < 0 {
+		j = sw.i
+	}
+	if ss.cookie != nil {
+		setStickyCookie(h, ss.cookie, sw.b.Balancer, j, false)
+	} else if ss.learns() && ss.header && sw.served >= 0 && !failing(sw.st.p, sw.status) {
+		learn(ss, sw.st.p.sessions, sw.r, h, sw.b.Balancer, j)
+	}
+}
+
+// steerLearn is sticky learn's learning at a steered request's end, from
+// the answer's headers, unless it failed or never came.
+func steerLearn(sw *steerWriter) {
+	if sw.status != 0 && sw.served >= 0 && !failing(sw.st.p, sw.status) {
+		learn(sw.st.p.sticky, sw.st.p.sessions, sw.r, sw.ResponseWriter.Header(), sw.b.Balancer, sw.served)
+	}
+}
+
+// failing reports whether an answer's status is one of failStatus's.
+func failing(p *Plugin, code int) bool {
+	return code < len(p.s.failStatus) && p.s.failStatus[code]
 }
 
 // answered notes, for fair, the time to the answer, and takes the
@@ -440,7 +485,7 @@ func steerEnd(sw *steerWriter) {
 func steerEnded(sw *steerWriter) {
 	p := sw.st.p
 	code := sw.status
-	failed := code < len(p.s.failStatus) && p.s.failStatus[code] && sw.r.Context().Err() == nil
+	failed := failing(p, code) && sw.r.Context().Err() == nil
 	took := sw.took
 	if p.timed && code == 0 {
 		took = time.Since(sw.start)
