@@ -2,7 +2,6 @@ package traefikplugin
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // Steer mode: the middleware does not proxy. The router's service is a
@@ -49,8 +49,7 @@ func cookieValue(format, rawURL string) string {
 		h.Write([]byte(hex.EncodeToString(name.Sum(nil))))
 		return strconv.FormatUint(h.Sum64(), 16)
 	}
-	sum := sha256.Sum256([]byte(rawURL))
-	return hex.EncodeToString(sum[:8])
+	return sticky.TraefikValue(rawURL)
 }
 
 // parseMode reads mode, cookie and cookieFormat, and in steer mode refuses

@@ -278,7 +278,7 @@ func sources(key string, list []string, upstream bool) ([]sticky.Source, error) 
 			return nil, fmt.Errorf("%s[%d] %q: want query:NAME, cookie:NAME or header:NAME%s", key, k, v, upstreamWords(upstream))
 		}
 		if src.Upstream() && !upstream {
-			return nil, fmt.Errorf("%s[%d] %q: a request's own value, not the server's answer, names it here", key, k, v)
+			return nil, fmt.Errorf("%s[%d] %q: the server's answer cannot name the request's server; want query:NAME, cookie:NAME or header:NAME", key, k, v)
 		}
 		out = append(out, src)
 	}
