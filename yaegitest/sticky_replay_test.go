@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,8 +110,8 @@ func redirected(to map[string]string) func(ctx context.Context, network, addr st
 
 // TestStickyReplay replays every recorded family whose method lbpack has
 // (all of them: round robin, least_conn, ip_hash, hash and hash
-// consistent), case by case, through the interpreted plugin in proxy mode.
-// The cases it leaves out are logged with the reason.
+// consistent), case by case, through the interpreted plugin in proxy mode
+// and in steer mode. The cases it leaves out are logged with the reason.
 func TestStickyReplay(t *testing.T) {
 	l := loadPlugin(t, map[string]string{"zz_redirect.go": redirectSource})
 	redirect := eval(t, l.i, "traefikplugin.Redirect").(func(http.Handler, map[string]string))
@@ -137,18 +139,23 @@ func TestStickyReplay(t *testing.T) {
 				t.Logf("not replayed: %s/%s: %s", fam.Family, c.Name, why)
 				continue
 			}
-			t.Run(fam.Family+"/"+c.Name, func(t *testing.T) {
-				replayCase(t, l, redirect, be, c)
-			})
+			for _, steer := range []bool{false, true} {
+				t.Run(fam.Family+"/"+c.Name+map[bool]string{false: "/proxy", true: "/steer"}[steer], func(t *testing.T) {
+					replayCase(t, l, redirect, be, c, steer)
+				})
+			}
 			replayed++
 		}
 	}
 	t.Logf("%d cases replayed", replayed)
 }
 
-// replayCase builds the case's middleware and sends its requests.
-func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]string), be *replayBackends, c *recCase) {
-	doc, err := caseYAML(c)
+// replayCase builds the case's middleware and sends its requests. In
+// steer mode the middleware steers a stand-in for Traefik's sticky
+// service (replayService), behind a stand-in for Traefik's retry
+// middleware when nginx retries (proxy_next_upstream).
+func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]string), be *replayBackends, c *recCase, steer bool) {
+	doc, err := caseYAML(c, steer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +163,21 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 	for _, s := range c.Servers {
 		to[s.Address] = be.addrFor(t, s.Address, s.Listening)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h, err := l.newHandler(ctx, doc, "replay/"+c.Name)
-	if err != nil {
-		t.Fatalf("New: %v\n%s", err, doc)
+	name := "replay/" + c.Name
+	var h http.Handler
+	if steer {
+		h = steerPluginNamed(t, l, doc, name+"/steer", newReplayService(t, to))
+		if !strings.Contains(c.Location, "proxy_next_upstream off;") {
+			h = retryMiddleware(len(c.Servers), h)
+		}
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		if h, err = l.newHandler(ctx, doc, name); err != nil {
+			t.Fatalf("New: %v\n%s", err, doc)
+		}
+		redirect(h, to)
 	}
-	redirect(h, to)
 	base, client := front(t, h)
 	held := map[int]chan recAnswer{}
 	for i := range c.Requests {
@@ -198,9 +213,13 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 	}
 }
 
-// caseYAML is the plugin's configuration for a recorded upstream.
-func caseYAML(c *recCase) (string, error) {
+// caseYAML is the plugin's configuration for a recorded upstream, in
+// proxy or steer mode.
+func caseYAML(c *recCase, steer bool) (string, error) {
 	var b strings.Builder
+	if steer {
+		b.WriteString("mode: steer\ncookie: lb\n")
+	}
 	switch c.Method {
 	case "round_robin":
 		b.WriteString("strategy: smooth_wrr\n")
@@ -215,7 +234,7 @@ func caseYAML(c *recCase) (string, error) {
 	default:
 		return "", fmt.Errorf("method %q: not lbpack's", c.Method)
 	}
-	if strings.Contains(c.Location, "proxy_next_upstream off;") {
+	if strings.Contains(c.Location, "proxy_next_upstream off;") && !steer {
 		b.WriteString("retries: 0\n")
 	}
 	words := strings.Fields(c.Sticky)
@@ -540,4 +559,41 @@ func (be *replayBackends) recordedOf(local string) string {
 		}
 	}
 	return "?" + local
+}
+
+// replayService stands for the router's service in steer mode: a Traefik
+// loadBalancer with the sticky cookie lb over the recorded servers, which
+// proxies a request to the server the cookie names (Traefik's value: from
+// the server's URL), dialled at the test's address for it, and answers
+// 502 when the connection fails, as Traefik's proxy does.
+type replayService struct {
+	proxies map[string]http.Handler // by cookie value
+}
+
+func newReplayService(t *testing.T, to map[string]string) *replayService {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if a, ok := to[addr]; ok {
+			addr = a
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	s := &replayService{proxies: map[string]http.Handler{}}
+	for recorded := range to {
+		u := &url.URL{Scheme: "http", Host: recorded}
+		rp := httputil.NewSingleHostReverseProxy(u)
+		rp.Transport = tr
+		s.proxies[sha256Cookie(u.String())] = rp
+	}
+	return s
+}
+
+func (s *replayService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie("lb")
+	if err != nil || s.proxies[c.Value] == nil {
+		http.Error(w, "the plugin steered to no server of the service's", http.StatusInternalServerError)
+		return
+	}
+	s.proxies[c.Value].ServeHTTP(w, r)
 }
