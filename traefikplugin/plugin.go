@@ -105,7 +105,6 @@ type attempt struct {
 	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
 	id    string        // the request's sticky id, for every pick
-	set   bool          // the sticky cookie is on the answer (see setStickyCookie)
 }
 
 // untried is the availability predicate for a retry: a request never goes
@@ -210,7 +209,7 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp.BufferPool = p.buffers
 	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
-	if p.s.failStatus != nil || p.sticky != nil && p.sticky.learns() && p.sticky.header {
+	if p.s.failStatus != nil || p.sticky != nil && (p.sticky.cookie != nil || p.sticky.header) {
 		rp.ModifyResponse = statusCheck(p, i)
 	}
 	if !p.s.passHost {
@@ -279,8 +278,9 @@ func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error
 		// balancer hears of the failure now. (A tracked try's own end then
 		// reports a success, which clears nothing: failures are cleared
 		// only after a probe.)
-		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err})
-		badGateway(w, err)
+		a := &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err}
+		settle(w, a)
+		gatewayError(w, a)
 	}
 }
 
@@ -427,9 +427,10 @@ func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, 
 	return a
 }
 
-// serveSticky serves a request when sticky sessions are on: the pick
-// honours its sticky id, the answer carries the cookie (cookie mode), and
-// its end teaches the session table (learn mode).
+// serveSticky serves a request when sticky sessions are on: the pick, and
+// a retry's, honours its sticky id; the answer carries the cookie (cookie
+// mode: statusCheck puts it in the server's answer, gatewayError in the
+// middleware's own); and its end teaches the session table (learn mode).
 func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	b := p.bal.Load().(*balancer)
 	key := ""
@@ -441,10 +442,6 @@ func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	if a.i < 0 {
 		unavailable(w)
 		return
-	}
-	if p.sticky.cookie != nil {
-		setStickyCookie(w.Header(), p.sticky.cookie, b.Balancer, a.i, false)
-		a.set = true
 	}
 	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
 		serveBody(w, a)
@@ -589,25 +586,22 @@ func retry(w http.ResponseWriter, a *attempt, body *replay) {
 	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
 		if n >= a.p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
-			badGateway(w, a.err)
+			gatewayError(w, a)
 			return
 		}
 		if body != nil && !body.replayable() {
-			badGateway(w, a.err) // read past what was kept of it
+			gatewayError(w, a) // read past what was kept of it
 			return
 		}
 		a.tried[a.i] = true
 		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried, Sticky: a.id})
 		if next < 0 {
-			badGateway(w, a.err)
+			gatewayError(w, a)
 			return
 		}
 		a.i, a.t = next, t
 		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
-		if a.set {
-			setStickyCookie(w.Header(), a.p.sticky.cookie, a.b.Balancer, a.i, true)
-		}
 		if body != nil {
 			req.Body = body.view()
 		}
@@ -632,6 +626,15 @@ func retryable(method string, err error) bool {
 func unavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, "no backend available", http.StatusServiceUnavailable)
+}
+
+// gatewayError answers a request whose last try, to server a.i, failed:
+// with the sticky cookie naming that server, as nginx's 502 has it.
+func gatewayError(w http.ResponseWriter, a *attempt) {
+	if ss := a.p.sticky; ss != nil && ss.cookie != nil {
+		setStickyCookie(w.Header(), ss.cookie, a.b.Balancer, a.i)
+	}
+	badGateway(w, a.err)
 }
 
 func badGateway(w http.ResponseWriter, err error) {

@@ -5,24 +5,29 @@ import (
 	"net/http"
 )
 
-// statusCheck is server i's reverse proxy's ModifyResponse when some
-// statuses count as the server's failure (failStatus), or sticky learn
-// learns from the response header: an answer with a failStatus status is
-// marked for its request, which ServeHTTP takes after the proxy returns
+// statusCheck is server i's reverse proxy's ModifyResponse, when some
+// statuses count as the server's failure (failStatus) or sticky sessions
+// read or write the answer. An answer with a failStatus status is marked
+// for its request, which ServeHTTP takes after the proxy returns
 // (failedStatus), as it takes a transport error; the answer itself goes to
 // the client unchanged. Any other answer costs one look at the table, and
-// teaches learn's table (nginx learns from no failed try).
+// teaches learn's table when it learns from the header (nginx learns from
+// no failed try). The sticky cookie goes into every answer, before the
+// server's own cookies: here, and not on the response writer before the
+// try, since the proxy clears the writer's headers after passing on an
+// informational answer (100 Continue).
 func statusCheck(p *Plugin, i int) func(*http.Response) error {
 	fail := p.s.failStatus
 	ss := p.sticky
-	if ss != nil && (!ss.learns() || !ss.header) {
-		ss = nil
-	}
+	learns := ss != nil && ss.learns() && ss.header
 	return func(res *http.Response) error {
 		if c := res.StatusCode; c >= 0 && c < len(fail) && fail[c] {
 			markStatus(p, res.Request.Context())
-		} else if ss != nil {
+		} else if learns {
 			learn(ss, p.sessions, res.Request, res.Header, p.bal.Load().(*balancer).Balancer, i)
+		}
+		if ss != nil && ss.cookie != nil {
+			setStickyCookie(res.Header, ss.cookie, p.bal.Load().(*balancer).Balancer, i)
 		}
 		return nil
 	}

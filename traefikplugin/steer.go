@@ -206,7 +206,7 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 	steerCookie(r, st, i)
 	if r.Header["Upgrade"] != nil {
 		if st.p.sticky != nil && st.p.sticky.cookie != nil {
-			setStickyCookie(w.Header(), st.p.sticky.cookie, b.Balancer, i, false)
+			setStickyCookie(w.Header(), st.p.sticky.cookie, b.Balancer, i)
 		}
 		steerUpgrade(w, r, st, b, i, t)
 		return
@@ -390,7 +390,7 @@ func stickyAnswer(sw *steerWriter, h http.Header) {
 		j = sw.i
 	}
 	if ss.cookie != nil {
-		setStickyCookie(h, ss.cookie, sw.b.Balancer, j, false)
+		setStickyCookie(h, ss.cookie, sw.b.Balancer, j)
 	} else if ss.learns() && ss.header && sw.served >= 0 && !failing(sw.st.p, sw.status) {
 		learn(ss, sw.st.p.sessions, sw.r, h, sw.b.Balancer, j)
 	}

@@ -307,17 +307,11 @@ func stickyID(ss *stickySettings, sessions *sticky.Sessions, r *http.Request) st
 	return ""
 }
 
-// setStickyCookie puts the cookie naming server i (its id in b) on the
-// answer w is writing, before any Set-Cookie header of the server's; set
-// says whether an earlier try of the request put one there already, which
-// this one replaces.
-func setStickyCookie(h http.Header, c *sticky.Cookie, b *core.Balancer, i int, set bool) {
-	v := c.Header(b.ID(i), time.Now())
-	if sc := h["Set-Cookie"]; set && len(sc) > 0 {
-		sc[0] = v
-		return
-	}
-	h["Set-Cookie"] = append([]string{v}, h["Set-Cookie"]...)
+// setStickyCookie puts the cookie naming server i (its id in b) into the
+// answer's headers h, before any Set-Cookie header already there (the
+// server's own).
+func setStickyCookie(h http.Header, c *sticky.Cookie, b *core.Balancer, i int) {
+	h["Set-Cookie"] = append([]string{c.Header(b.ID(i), time.Now())}, h["Set-Cookie"]...)
 }
 
 // learn is sticky learn's learning from a try to server i of b that got

@@ -384,3 +384,34 @@ func TestStickyLearn(t *testing.T) {
 		}
 	}
 }
+
+// TestStickyCookieAfterContinue: an upload that asks for 100 Continue gets
+// the server's 100 passed on, and the final answer still carries the
+// sticky cookie, once (the proxy clears the writer's headers after an
+// informational answer).
+func TestStickyCookieAfterContinue(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // Go's server sends 100 Continue at the first read
+		w.Header().Add("Set-Cookie", "own=1")
+	}))
+	t.Cleanup(backend.Close)
+	cfg := withServers(CreateConfig(), backend.URL)
+	cfg.Sticky.Cookie = StickyCookie{Name: "srv"}
+	p := newPlugin(t, cfg)
+	front := httptest.NewServer(p)
+	t.Cleanup(front.Close)
+	tr := &http.Transport{ExpectContinueTimeout: 5 * time.Second}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest("PUT", front.URL+"/upload", strings.NewReader("body"))
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, addr, _ := serverURL(backend.URL, false)
+	want := "srv=" + md5ID(addr) + "|own=1"
+	if got := strings.Join(resp.Header.Values("Set-Cookie"), "|"); resp.StatusCode != 200 || got != want {
+		t.Errorf("%d with Set-Cookie %q, want 200 with %q", resp.StatusCode, got, want)
+	}
+}
