@@ -70,6 +70,7 @@ func TestSteerSticky(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				io.Copy(io.Discard, resp.Body) // the whole answer: the request has ended
 				resp.Body.Close()
 				if got := strings.Join(resp.Header.Values("Set-Cookie"), "|"); got != c.set[k] {
 					t.Errorf("request %d: Set-Cookie %q, want %q", k, got, c.set[k])
@@ -105,6 +106,7 @@ func TestSteerStickyRetry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		io.Copy(io.Discard, resp.Body) // the whole answer: the request has ended
 		resp.Body.Close()
 		_, used := svc.record()
 		want, status, usedWant := "srv="+steerIDs["a"], 200, "b a"
@@ -142,6 +144,7 @@ func TestSteerStickyLearn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		io.Copy(io.Discard, resp.Body) // the whole answer: the request has ended
 		resp.Body.Close()
 	}
 	// round_robin's turn does not move for a bound request.
