@@ -47,6 +47,15 @@ type Backend struct {
 	// FailTimeout is nginx's fail_timeout; 0 means DefaultFailTimeout.
 	FailTimeout time.Duration
 
+	// Route is the backend's sticky id: what a request names (Filter.Sticky)
+	// to be bound to it, as nginx's route= parameter. Empty means
+	// StickyID(Address), nginx's id of a server without route=. Several
+	// backends may share a route; a request bound to it goes to the first.
+	Route string
+	// Drain is nginx's drain: the backend takes only requests bound to it
+	// (Filter.Sticky); every other pick skips it as it skips a down
+	// backend, and the hash strategies still count it in their walk.
+	Drain bool
 	// SlowStart is the time over which a newly added or recovered backend's
 	// weight ramps from 10% to 100%, in thousandths of a weight, so that a
 	// weight of 1 ramps too. 0 disables slow start. The hash strategies
@@ -62,6 +71,9 @@ func (b Backend) validate(field string) error {
 	}
 	if b.Weight < 1 || b.Weight > MaxWeight {
 		return fmt.Errorf("lbpack: %s.weight %d: must be from 1 to %d", field, b.Weight, MaxWeight)
+	}
+	if b.Down && b.Drain {
+		return fmt.Errorf("lbpack: %s.drain: the backend is down too; it is one or the other", field)
 	}
 	if b.MaxConns < 0 {
 		return fmt.Errorf("lbpack: %s.max_conns %d: must not be negative", field, b.MaxConns)

@@ -55,6 +55,8 @@ type Balancer struct {
 	cfg     Config
 	members []*member      // one per Config.Backends entry, same order
 	byAddr  map[string]int // address -> index in members
+	ids     []string       // sticky ids (Balancer.ID), by index
+	byID    map[string]int // sticky id -> the first index with it
 	primary *group
 	backup  *group                        // nil when there are no backup backends
 	since   func(time.Time) time.Duration // the clock (see sinceOf, clockNano)
@@ -110,6 +112,8 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 	b := &Balancer{
 		cfg:    cfg,
 		byAddr: make(map[string]int, len(cfg.Backends)),
+		ids:    make([]string, len(cfg.Backends)),
+		byID:   make(map[string]int, len(cfg.Backends)),
 		since:  sinceOf(cfg.Now),
 		rand:   cfg.Rand,
 	}
@@ -157,6 +161,7 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 			return nil, fmt.Errorf("lbpack: %s.slow_start %v: strategy %q maps keys by weight and has no slow start", backendField(i), be.SlowStart, cfg.Strategy)
 		}
 		b.byAddr[be.Address] = i
+		addID(b, i, be)
 		m := newMember(&slab[i], i, be, b, prev)
 		b.members[i] = m
 		if be.Backup {
@@ -238,10 +243,21 @@ func checkOptions(c *Config) error {
 // functions with one result, not methods: see interp.go for why.)
 func pickFrom(b *Balancer, r request) int {
 	g := b.primary
-	i := g.strategy.pick(g, r)
+	i := -1
+	if r.bound != nil {
+		i = pickBound(g, r)
+	}
+	if i < 0 {
+		i = g.strategy.pick(g, r)
+	}
 	if i < 0 && b.backup != nil {
 		g = b.backup
-		i = g.strategy.pick(g, r)
+		if r.bound != nil {
+			i = pickBound(g, r)
+		}
+		if i < 0 {
+			i = g.strategy.pick(g, r)
+		}
 	}
 	if i < 0 {
 		return -1

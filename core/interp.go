@@ -67,6 +67,9 @@ type nameProbe struct{}
 // handler panics before its Done leaves that count one high, which costs
 // least_conn its O(1) pick while nothing is in flight (the scan then finds
 // every backend tied and makes the same choice), never a choice.
+//
+// Take knows no sticky id: a request that carries one goes through Pick
+// with Filter.Sticky.
 func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	g := b.primary
 	switch g.table {

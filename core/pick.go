@@ -29,6 +29,18 @@ type Filter struct {
 	// backends within two of its periods and follows it in O(1). 0 makes
 	// no promise: Allow is asked whenever the choice depends on it.
 	Version uint64
+
+	// Sticky is the sticky id the request carries (a cookie's value, a
+	// route, a learned session's backend), or "" for none. The first
+	// backend whose id (Balancer.ID) it is gets the request when it may
+	// take it: not down (draining is allowed), not full, not failed,
+	// allowed by Allow, and in the tier in use (a backup's id counts only
+	// once no primary backend can be picked). Otherwise the strategy picks
+	// as for a request without one. Like nginx, smooth weighting counts a
+	// bound request in its weights (see the sticky file), so the requests
+	// around it keep nginx's sequence; the other strategies' state does not
+	// move for it.
+	Sticky string
 }
 
 // Ticket is what the end of a request begun by Pick hands to Done. The
@@ -67,6 +79,11 @@ const (
 // Done at its end. Many goroutines may pick at once.
 func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 	var i int
+	if f.Sticky != "" {
+		if j, ok := b.byID[f.Sticky]; ok {
+			return pickSticky(b, key, f, b.members[j])
+		}
+	}
 	if f.Allow == nil {
 		if i = pickTable(b, key); i != noAnswer {
 			if !b.counted {

@@ -91,6 +91,18 @@ func (s *smoothState) next(g *group, r *request, among []int) int {
 
 // smoothPass is next with s.mu held.
 func smoothPass(s *smoothState, g *group, r *request, among []int) int {
+	best, total := smoothAdd(s, g, r, among)
+	if best >= 0 {
+		s.current[best] -= total
+	}
+	return best
+}
+
+// smoothAdd is nginx's pass without its last step: every eligible member
+// among those listed (nil: all) adds its effective weight to its current
+// weight. It returns the member the pass chooses (-1: none) and the total
+// the chosen one gives up. Called with s.mu held.
+func smoothAdd(s *smoothState, g *group, r *request, among []int) (int, int64) {
 	best, total, part, set := -1, int64(0), int64(0), uint64(0)
 	simple, ramps := simpleScan(g, r), g.ramps.Load() != 0
 	count := len(g.members)
@@ -120,14 +132,11 @@ func smoothPass(s *smoothState, g *group, r *request, among []int) int {
 			best = i
 		}
 	}
-	if best >= 0 {
-		s.current[best] -= total
-	}
 	// Effective and slow-start weights never exceed the configured weight,
 	// so the total reaches part only when every member that took part did
 	// so fully.
 	s.clean, s.set, s.partTotal = total == part, set, part
-	return best
+	return best, total
 }
 
 // adjust returns the weight member i adds in this pass, in units, when it is

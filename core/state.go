@@ -21,6 +21,7 @@ type member struct {
 	index       int // position in Config.Backends
 	addr        string
 	down        bool
+	drain       bool // down to every pick but a bound one (Backend.Drain)
 	maxConns    int
 	maxFails    int
 	failTimeout int64 // nanoseconds
@@ -78,7 +79,8 @@ func newMember(m *member, index int, be Backend, b *Balancer, prev *Balancer) *m
 		index:       index,
 		addr:        be.Address,
 		weight:      be.Weight,
-		down:        be.Down,
+		down:        be.Down || be.Drain,
+		drain:       be.Drain,
 		maxConns:    be.MaxConns,
 		maxFails:    be.MaxFails,
 		failTimeout: int64(be.FailTimeout),

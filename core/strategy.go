@@ -386,6 +386,8 @@ type request struct {
 	nowNs int64 // 0 until read
 	// version is avail's version (Filter.Version); 0: none.
 	version uint64
+	// bound is the member the request is bound to (Filter.Sticky), or nil.
+	bound *member
 }
 
 // now returns the pick's time (a clockNano reading), reading the clock once.
@@ -467,9 +469,12 @@ func usable(r *request, m *member) bool {
 }
 
 func check(r *request, m *member) bool {
-	if m.down {
-		return false
-	}
+	return !m.down && live(r, m)
+}
+
+// live is check but for down: whether m is neither full nor failed and
+// the caller allows it.
+func live(r *request, m *member) bool {
 	s := m.state
 	if m.maxConns > 0 && s.inflight.Load() >= int64(m.maxConns) {
 		return false
