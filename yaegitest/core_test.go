@@ -16,8 +16,9 @@ import (
 	"github.com/traefik/yaegi/stdlib"
 )
 
-// coreDirs is what the interpreter needs to run the driver over core.
-var coreDirs = []string{"core", "yaegitest/driver"}
+// coreDirs is what the interpreter needs to run the driver over core and
+// package sticky.
+var coreDirs = []string{"core", "sticky", "yaegitest/driver"}
 
 type runFunc = func(strategy, mode, opts, backends string, steps int, update bool) ([]int, string)
 

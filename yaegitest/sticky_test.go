@@ -11,7 +11,7 @@ import (
 // yaegi, as the Traefik plugin does, and requires the compiled run's
 // output line for line.
 func TestStickyInterpreted(t *testing.T) {
-	i := newInterp(t, []string{"core", "sticky", "yaegitest/driver"}, modulePath+"/yaegitest/driver")
+	i := newInterp(t, coreDirs, modulePath+"/yaegitest/driver")
 	run, ok := eval(t, i, "driver.Sticky").(func() string)
 	if !ok {
 		t.Fatalf("driver.Sticky has type %T", eval(t, i, "driver.Sticky"))
