@@ -3,7 +3,6 @@ package traefikplugin
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -18,12 +17,9 @@ import (
 	"github.com/lbpack/lbpack/sticky"
 )
 
-// The ids a server's cookie carries, computed here from their definitions.
-
-func md5ID(addr string) string {
-	sum := md5.Sum([]byte(addr))
-	return hex.EncodeToString(sum[:])
-}
+// The ids a server's cookie carries in the other value modes, computed
+// here from their definitions (nginx's is core.StickyID, which the sticky
+// replay holds to nginx's bytes).
 
 func hmacHex(secret, data string) string {
 	h := hmac.New(sha256.New, []byte(secret))
@@ -55,20 +51,20 @@ func TestParseSticky(t *testing.T) {
 		sources string   // route's, or learn's create and lookup
 		learn   string   // timeout/max/header
 	}{
-		{"off", func(c *Config) {}, "", []string{md5ID(a), md5ID(b)}, "00", "", ""},
-		{"cookie", func(c *Config) { c.Sticky.Cookie.Name = "srv" }, "srv=" + md5ID(a), []string{md5ID(a), md5ID(b)}, "00", "", ""},
+		{"off", func(c *Config) {}, "", []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
+		{"cookie", func(c *Config) { c.Sticky.Cookie.Name = "srv" }, "srv=" + core.StickyID(a), []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"attributes", func(c *Config) {
 			c.Sticky.Cookie = StickyCookie{Name: "srv_id", MaxAge: 3600, Domain: "example.com", Path: "/", HTTPOnly: true, Secure: true, SameSite: "Lax"}
-		}, "srv_id=" + md5ID(a) + "; expires=Wed, 02-Dec-26 01:04:52 GMT; max-age=3600; domain=example.com; httponly; secure; samesite=Lax; path=/",
-			[]string{md5ID(a), md5ID(b)}, "00", "", ""},
+		}, "srv_id=" + core.StickyID(a) + "; expires=Wed, 02-Dec-26 01:04:52 GMT; max-age=3600; domain=example.com; httponly; secure; samesite=Lax; path=/",
+			[]string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"expires max", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "srv", Expires: "max"} },
-			"srv=" + md5ID(a) + "; expires=Thu, 31-Dec-37 23:55:55 GMT; max-age=315360000", []string{md5ID(a), md5ID(b)}, "00", "", ""},
+			"srv=" + core.StickyID(a) + "; expires=Thu, 31-Dec-37 23:55:55 GMT; max-age=315360000", []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"expires units", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "srv", Expires: "1d12h"} },
-			"srv=" + md5ID(a) + "; expires=Thu, 03-Dec-26 12:04:52 GMT; max-age=129600", []string{md5ID(a), md5ID(b)}, "00", "", ""},
+			"srv=" + core.StickyID(a) + "; expires=Thu, 03-Dec-26 12:04:52 GMT; max-age=129600", []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"expires 0", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "srv", Expires: "0"} },
-			"srv=" + md5ID(a) + "; expires=Wed, 02-Dec-26 00:04:52 GMT; max-age=0", []string{md5ID(a), md5ID(b)}, "00", "", ""},
+			"srv=" + core.StickyID(a) + "; expires=Wed, 02-Dec-26 00:04:52 GMT; max-age=0", []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"maxAge -1", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "srv", MaxAge: -1} },
-			"srv=" + md5ID(a) + "; expires=Wed, 02-Dec-26 00:04:52 GMT; max-age=0", []string{md5ID(a), md5ID(b)}, "00", "", ""},
+			"srv=" + core.StickyID(a) + "; expires=Wed, 02-Dec-26 00:04:52 GMT; max-age=0", []string{core.StickyID(a), core.StickyID(b)}, "00", "", ""},
 		{"value caddy", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "lb", Value: "caddy", Secret: "S"} },
 			"lb=" + hmacHex("S", a), []string{hmacHex("S", a), hmacHex("S", b)}, "00", "", ""},
 		{"value caddy without secret", func(c *Config) { c.Sticky.Cookie = StickyCookie{Name: "lb", Value: "caddy"} },
@@ -82,15 +78,15 @@ func TestParseSticky(t *testing.T) {
 			c.Servers[0].Route = "a"
 		}, "srv=a", []string{"a", hmacHex("S", b)[:32]}, "00", "", ""},
 		{"route and drain without sticky", func(c *Config) { c.Servers[0].Route, c.Servers[1].Drain = "a", true },
-			"", []string{"a", md5ID(b)}, "01", "", ""},
+			"", []string{"a", core.StickyID(b)}, "01", "", ""},
 		{"sticky route", func(c *Config) { c.Sticky.Route = []string{"query:route", " cookie:route", "header:X-Route"} },
-			"", []string{md5ID(a), md5ID(b)}, "00", "query:route cookie:route header:X-Route", ""},
+			"", []string{core.StickyID(a), core.StickyID(b)}, "00", "query:route cookie:route header:X-Route", ""},
 		{"learn", func(c *Config) {
 			c.Sticky.Learn = StickyLearn{Create: []string{"upstream_cookie:sess", "upstream_header:X-Sess"}, Lookup: []string{"cookie:sess"}, Timeout: "1h", Header: true, MaxSessions: 100}
-		}, "", []string{md5ID(a), md5ID(b)}, "00", "upstream_cookie:sess upstream_header:X-Sess / cookie:sess", "1h0m0s/100/true"},
+		}, "", []string{core.StickyID(a), core.StickyID(b)}, "00", "upstream_cookie:sess upstream_header:X-Sess / cookie:sess", "1h0m0s/100/true"},
 		{"learn defaults", func(c *Config) {
 			c.Sticky.Learn = StickyLearn{Create: []string{"upstream_cookie:sess"}, Lookup: []string{"cookie:sess", "query:sess"}}
-		}, "", []string{md5ID(a), md5ID(b)}, "00", "upstream_cookie:sess / cookie:sess query:sess", "10m0s/0/false"},
+		}, "", []string{core.StickyID(a), core.StickyID(b)}, "00", "upstream_cookie:sess / cookie:sess query:sess", "10m0s/0/false"},
 	} {
 		cfg := withServers(CreateConfig(), stickyServers...)
 		c.edit(cfg)
@@ -284,7 +280,7 @@ func TestStickyProxy(t *testing.T) {
 		ids := map[string]string{}
 		for letter, u := range urls {
 			_, addr, _ := serverURL(u, false)
-			ids[letter] = md5ID(addr)
+			ids[letter] = core.StickyID(addr)
 		}
 		p, _ := reload(t, nil, cfg, t.Name()+"/"+tc.name) // a balancer of its own
 		for k, st := range tc.steps {
@@ -324,8 +320,8 @@ func TestStickyRoute(t *testing.T) {
 	for k, c := range []struct {
 		query, header, want string
 	}{
-		{"", "", "a"}, {"route=ra", "", "a"}, {"route=" + md5ID(addrB), "", "b"}, {"", "ra", "a"}, {"route=", "ra", "a"},
-		{"route=zz", "ra", "b"}, {"route=r%61", "", "a"}, {"", md5ID(addrB), "b"},
+		{"", "", "a"}, {"route=ra", "", "a"}, {"route=" + core.StickyID(addrB), "", "b"}, {"", "ra", "a"}, {"route=", "ra", "a"},
+		{"route=zz", "ra", "b"}, {"route=r%61", "", "a"}, {"", core.StickyID(addrB), "b"},
 	} {
 		req := httptest.NewRequest("GET", "http://lbpack.test/?"+c.query, nil)
 		if c.header != "" {
@@ -410,7 +406,7 @@ func TestStickyCookieAfterContinue(t *testing.T) {
 	}
 	resp.Body.Close()
 	_, addr, _ := serverURL(backend.URL, false)
-	want := "srv=" + md5ID(addr) + "|own=1"
+	want := "srv=" + core.StickyID(addr) + "|own=1"
 	if got := strings.Join(resp.Header.Values("Set-Cookie"), "|"); resp.StatusCode != 200 || got != want {
 		t.Errorf("%d with Set-Cookie %q, want 200 with %q", resp.StatusCode, got, want)
 	}

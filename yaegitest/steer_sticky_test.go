@@ -1,22 +1,17 @@
 package yaegitest
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/lbpack/lbpack/core"
 )
 
-// nginxID is nginx's sticky id of the server at address.
-func nginxID(address string) string {
-	sum := md5.Sum([]byte(address))
-	return hex.EncodeToString(sum[:])
-}
-
-// steerIDs are nginx's ids of steerURLs' servers, by letter.
-var steerIDs = map[string]string{"a": nginxID("10.0.0.1:8001"), "b": nginxID("10.0.0.2:8002"), "c": nginxID("10.0.0.3:8003")}
+// steerIDs are nginx's ids of steerURLs' servers, by letter (core's
+// StickyID, which the sticky replay holds to nginx's bytes).
+var steerIDs = map[string]string{"a": core.StickyID("10.0.0.1:8001"), "b": core.StickyID("10.0.0.2:8002"), "c": core.StickyID("10.0.0.3:8003")}
 
 // TestSteerSticky: in steer mode the client-facing sticky cookie is the
 // plugin's: read from the request before the service's cookie replaces
