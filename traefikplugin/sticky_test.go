@@ -263,6 +263,9 @@ func TestStickyProxy(t *testing.T) {
 		{"a bound server refusing: the retry's cookie", func(cfg *Config) { cfg.Servers[2].URL = urls["d"] }, []stickyStep{
 			{"d", "", 200, "a", "a"},
 		}},
+		{"a bound server refusing, maxFails 0: the retry goes elsewhere", func(cfg *Config) { cfg.Servers[2].URL, cfg.MaxFails = urls["d"], 0 }, []stickyStep{
+			{"d", "", 200, "a", "a"}, {"d", "", 200, "b", "b"},
+		}},
 		{"a bound server refusing, no retries: 502 with its cookie", func(cfg *Config) { cfg.Servers[2].URL, cfg.Retries = urls["d"], 0 }, []stickyStep{
 			{"d", "", 502, "", "d"},
 		}},

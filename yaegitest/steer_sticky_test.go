@@ -81,7 +81,9 @@ func TestSteerSticky(t *testing.T) {
 // TestSteerStickyRetry: behind the retry middleware, a request bound to a
 // server that fails (502, Traefik's answer to a refused connection) goes on
 // to a server it has not tried; the answer the client gets names that one,
-// once. With no retry, the 502 names the failed server.
+// once. With no retry, the 502 names the failed server. (maxFails 0: the
+// failure does not take the server out; the request's tries alone keep it
+// from going back.)
 func TestSteerStickyRetry(t *testing.T) {
 	l := loadPlugin(t, nil)
 	for _, attempts := range []int{3, 1} {
@@ -93,7 +95,7 @@ func TestSteerStickyRetry(t *testing.T) {
 			}
 			io.WriteString(w, "ok")
 		}
-		h := steerPluginNamed(t, l, steerDoc("sticky:\n  cookie:\n    name: srv\n", steerURLs), "steer-sticky-retry/"+string(rune('0'+attempts)), svc)
+		h := steerPluginNamed(t, l, steerDoc("maxFails: 0\nsticky:\n  cookie:\n    name: srv\n", steerURLs), "steer-sticky-retry/"+string(rune('0'+attempts)), svc)
 		base, client := front(t, retryMiddleware(attempts, h))
 		req, _ := http.NewRequest("GET", base+"/", nil)
 		req.Header.Set("Cookie", "srv="+steerIDs["b"])
