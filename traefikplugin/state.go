@@ -66,6 +66,9 @@ var (
 //     slow start; an unhealthy mark stays with its server while health
 //     checks remain on;
 //   - another strategy or option, or a new name: a new balancer.
+//
+// sticky learn's session table goes with the name as long as learn's
+// timeout and maxSessions stay the same, whatever else changes.
 func keep(name string, s *settings) (*shared, error) {
 	opts := optionsKey(s.balancer)
 	skey := sessionsKey(s.sticky)
