@@ -105,7 +105,15 @@ type attempt struct {
 	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
 	id    string        // the request's sticky id, for every pick
+	// picked is when the try's server was picked: the sticky cookie's
+	// expires counts from it, as nginx's from its choice of the peer (the
+	// answer's Date may be the server's, which Traefik passes on).
+	picked time.Time
 }
+
+// attemptKey keys a sticky request's attempt in the context of the
+// request the proxy sends, for statusCheck.
+type attemptKey struct{}
 
 // untried is the availability predicate for a retry: a request never goes
 // to the same server twice.
@@ -147,6 +155,9 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 	}
 	if s.steer {
 		go p.closeOnDone(ctx)
+		if p.sticky != nil {
+			return &stickySteerer{st: newSteerer(p, next)}, nil
+		}
 		return newSteerer(p, next), nil
 	}
 	for i, t := range s.targets {
@@ -156,8 +167,19 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		p.startHealthChecks(ctx)
 	}
 	go p.closeOnDone(ctx)
+	if p.sticky != nil {
+		return &stickyProxy{p: p}, nil
+	}
 	return p, nil
 }
+
+// stickyProxy is the middleware in proxy mode with sticky sessions on. A
+// type of its own, so that the plain ServeHTTP's frame (which the
+// interpreter allocates whole on every request) holds nothing of sticky's.
+type stickyProxy struct{ p *Plugin }
+
+// ServeHTTP serves a request with its sticky id (see serveSticky).
+func (sp *stickyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveSticky(w, r, sp.p) }
 
 // closeOnDone gives up the middleware's hold on its name's state (see
 // release) and releases idle connections once the middleware is replaced,
@@ -322,9 +344,7 @@ func failure(p *Plugin, w http.ResponseWriter) error {
 // key to hash (least_conn, fair, maxConns), the table strategies'
 // (smooth_wrr, gcd_wrr, round_robin), and the others'.
 func (p *Plugin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.sticky != nil {
-		serveSticky(w, r, p)
-	} else if p.counted {
+	if p.counted {
 		if a := serveCounted(w, r, p); a != nil {
 			retry(w, a, nil)
 		}
@@ -429,8 +449,9 @@ func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, 
 
 // serveSticky serves a request when sticky sessions are on: the pick, and
 // a retry's, honours its sticky id; the answer carries the cookie (cookie
-// mode: statusCheck puts it in the server's answer, gatewayError in the
-// middleware's own); and its end teaches the session table (learn mode).
+// mode: statusCheck puts it in the server's answer, finding the attempt in
+// the request's context, and gatewayError in the middleware's own); and
+// its end teaches the session table (learn mode).
 func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	b := p.bal.Load().(*balancer)
 	key := ""
@@ -442,6 +463,10 @@ func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	if a.i < 0 {
 		unavailable(w)
 		return
+	}
+	a.picked = time.Now()
+	if p.sticky.cookie != nil {
+		a.req = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
 	}
 	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
 		serveBody(w, a)
@@ -602,6 +627,9 @@ func retry(w http.ResponseWriter, a *attempt, body *replay) {
 		a.i, a.t = next, t
 		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
+		if a.p.sticky != nil {
+			a.picked = time.Now()
+		}
 		if body != nil {
 			req.Body = body.view()
 		}
@@ -632,7 +660,7 @@ func unavailable(w http.ResponseWriter) {
 // with the sticky cookie naming that server, as nginx's 502 has it.
 func gatewayError(w http.ResponseWriter, a *attempt) {
 	if ss := a.p.sticky; ss != nil && ss.cookie != nil {
-		setStickyCookie(w.Header(), ss.cookie, a.b.Balancer, a.i)
+		setStickyCookie(w.Header(), ss.cookie, a.b.Balancer, a.i, a.picked)
 	}
 	badGateway(w, a.err)
 }

@@ -27,7 +27,9 @@ func statusCheck(p *Plugin, i int) func(*http.Response) error {
 			learn(ss, p.sessions, res.Request, res.Header, p.bal.Load().(*balancer).Balancer, i)
 		}
 		if ss != nil && ss.cookie != nil {
-			setStickyCookie(res.Header, ss.cookie, p.bal.Load().(*balancer).Balancer, i)
+			if a, ok := res.Request.Context().Value(attemptKey{}).(*attempt); ok {
+				setStickyCookie(res.Header, ss.cookie, a.b.Balancer, i, a.picked)
+			}
 		}
 		return nil
 	}

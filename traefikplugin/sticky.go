@@ -307,11 +307,11 @@ func stickyID(ss *stickySettings, sessions *sticky.Sessions, r *http.Request) st
 	return ""
 }
 
-// setStickyCookie puts the cookie naming server i (its id in b) into the
-// answer's headers h, before any Set-Cookie header already there (the
-// server's own).
-func setStickyCookie(h http.Header, c *sticky.Cookie, b *core.Balancer, i int) {
-	h["Set-Cookie"] = append([]string{c.Header(b.ID(i), time.Now())}, h["Set-Cookie"]...)
+// setStickyCookie puts the cookie naming server i (its id in b), picked
+// at time picked, into the answer's headers h, before any Set-Cookie
+// header already there (the server's own).
+func setStickyCookie(h http.Header, c *sticky.Cookie, b *core.Balancer, i int, picked time.Time) {
+	h["Set-Cookie"] = append([]string{c.Header(b.ID(i), picked)}, h["Set-Cookie"]...)
 }
 
 // learn is sticky learn's learning from a try to server i of b that got

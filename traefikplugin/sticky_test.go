@@ -285,7 +285,7 @@ func TestStickyProxy(t *testing.T) {
 			_, addr, _ := serverURL(u, false)
 			ids[letter] = core.StickyID(addr)
 		}
-		p, _ := reload(t, nil, cfg, t.Name()+"/"+tc.name) // a balancer of its own
+		h, _ := reloadHandler(t, nil, cfg, t.Name()+"/"+tc.name) // a balancer of its own
 		for k, st := range tc.steps {
 			req := httptest.NewRequest("GET", "http://lbpack.test/?"+st.query, nil)
 			if st.send == "x" {
@@ -294,7 +294,7 @@ func TestStickyProxy(t *testing.T) {
 				req.Header.Set("Cookie", "other=1; srv="+ids[st.send])
 			}
 			rec := httptest.NewRecorder()
-			p.ServeHTTP(rec, req)
+			h.ServeHTTP(rec, req)
 			var want []string
 			if st.set != "" {
 				want = append(want, "srv="+ids[strings.TrimSuffix(st.set, "!")]+"; path=/")
@@ -318,7 +318,7 @@ func TestStickyRoute(t *testing.T) {
 	cfg := withServers(CreateConfig(), a, b)
 	cfg.Servers[0].Route = "ra"
 	cfg.Sticky.Route = []string{"query:route", "header:X-Route"}
-	p := newPlugin(t, cfg)
+	h, _ := reloadHandler(t, nil, cfg, t.Name())
 	_, addrB, _ := serverURL(b, false)
 	for k, c := range []struct {
 		query, header, want string
@@ -331,7 +331,7 @@ func TestStickyRoute(t *testing.T) {
 			req.Header.Set("X-Route", c.header)
 		}
 		rec := httptest.NewRecorder()
-		p.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		if got := rec.Header().Get("X-Backend"); got != c.want || rec.Header()["Set-Cookie"] != nil {
 			t.Errorf("request %d (?%s, X-Route %q): server %q, Set-Cookie %q; want %q and none", k, c.query, c.header, got, rec.Header()["Set-Cookie"], c.want)
 		}
@@ -350,14 +350,14 @@ func TestStickyLearn(t *testing.T) {
 		cfg.Strategy = core.RoundRobin
 		cfg.Sticky.Learn = StickyLearn{Create: []string{"upstream_cookie:sess"}, Lookup: []string{"cookie:sess"}, Header: header}
 		name := t.Name() + map[bool]string{false: "", true: "/header"}[header]
-		p, cancel := reload(t, nil, cfg, name)
+		h, cancel := reloadHandler(t, nil, cfg, name)
 		send := func(session, query string) string {
 			req := httptest.NewRequest("GET", "http://lbpack.test/?"+query, nil)
 			if session != "" {
 				req.Header.Set("Cookie", "sess="+session)
 			}
 			rec := httptest.NewRecorder()
-			p.ServeHTTP(rec, req)
+			h.ServeHTTP(rec, req)
 			return rec.Header().Get("X-Backend")
 		}
 		var got []string
@@ -366,19 +366,19 @@ func TestStickyLearn(t *testing.T) {
 		got = append(got, send("S9", ""), send("", ""))   // unbound: the schedule goes on
 		got = append(got, send("S1", "set=S2"))           // a again; S2 created there
 		got = append(got, send("S2", ""), send("S2", "")) // bound to a
-		table := p.sessions
-		p, cancel = reload(t, cancel, cfg, name)        // the same settings: the same state
+		table := pluginOf(h).sessions
+		h, cancel = reloadHandler(t, cancel, cfg, name) // the same settings: the same state
 		got = append(got, send("S1", ""), send("", "")) // a, then the turn
 		cfg.Servers[2].Weight = intp(2)                 // the balancer updated, the same learn settings
-		p, cancel = reload(t, cancel, cfg, name)
+		h, cancel = reloadHandler(t, cancel, cfg, name)
 		got = append(got, send("S1", ""))
 		want := "a a a b c a a a a a a"
-		if strings.Join(got, " ") != want || p.sessions != table {
-			t.Errorf("header %v: servers %q, want %q; the same table: %v", header, strings.Join(got, " "), want, p.sessions == table)
+		if strings.Join(got, " ") != want || pluginOf(h).sessions != table {
+			t.Errorf("header %v: servers %q, want %q; the same table: %v", header, strings.Join(got, " "), want, pluginOf(h).sessions == table)
 		}
 		cfg.Sticky.Learn.Timeout = "1h" // another table
-		p, _ = reload(t, cancel, cfg, name)
-		if p.sessions == table || p.sessions.Len() != 0 {
+		h, _ = reloadHandler(t, cancel, cfg, name)
+		if p := pluginOf(h); p.sessions == table || p.sessions.Len() != 0 {
 			t.Errorf("header %v: after learn's timeout changed, the table is the old one or holds %d sessions", header, p.sessions.Len())
 		}
 		if s1, s2 := send("S1", ""), send("S1", ""); s1 == s2 {
@@ -399,8 +399,8 @@ func TestStickyCookieAfterContinue(t *testing.T) {
 	t.Cleanup(backend.Close)
 	cfg := withServers(CreateConfig(), backend.URL)
 	cfg.Sticky.Cookie = StickyCookie{Name: "srv"}
-	p := newPlugin(t, cfg)
-	front := httptest.NewServer(p)
+	h, _ := reloadHandler(t, nil, cfg, t.Name())
+	front := httptest.NewServer(h)
 	t.Cleanup(front.Close)
 	tr := &http.Transport{ExpectContinueTimeout: 5 * time.Second}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -416,4 +416,29 @@ func TestStickyCookieAfterContinue(t *testing.T) {
 	if got := strings.Join(resp.Header.Values("Set-Cookie"), "|"); resp.StatusCode != 200 || got != want {
 		t.Errorf("%d with Set-Cookie %q, want 200 with %q", resp.StatusCode, got, want)
 	}
+}
+
+// TestStickyExpiresFromPick: the cookie's expires counts from the pick, as
+// nginx's from its choice of the peer, not from the server's answer (whose
+// Date Traefik passes on): a server that answers two seconds later does
+// not move it.
+func TestStickyExpiresFromPick(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2100 * time.Millisecond)
+	}))
+	t.Cleanup(backend.Close)
+	cfg := withServers(CreateConfig(), backend.URL)
+	cfg.Sticky.Cookie = StickyCookie{Name: "srv", MaxAge: 3600}
+	h, _ := reloadHandler(t, nil, cfg, t.Name())
+	t0 := time.Now().Unix()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://lbpack.test/", nil))
+	_, addr, _ := serverURL(backend.URL, false)
+	got := rec.Header().Get("Set-Cookie")
+	for _, at := range []int64{t0, t0 + 1} {
+		if got == "srv="+core.StickyID(addr)+"; expires="+sticky.CookieTime(time.Unix(at+3600, 0))+"; max-age=3600" {
+			return
+		}
+	}
+	t.Errorf("Set-Cookie %q: want expires an hour from %s, the pick", got, time.Unix(t0, 0).UTC())
 }

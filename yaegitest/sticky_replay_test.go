@@ -94,7 +94,7 @@ import (
 )
 
 func Redirect(h http.Handler, to map[string]string) {
-	h.(*Plugin).tr.DialContext = redirected(to)
+	h.(*stickyProxy).p.tr.DialContext = redirected(to)
 }
 
 func redirected(to map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
