@@ -219,13 +219,13 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 	st.next.ServeHTTP(sw, r)
 }
 
-// steerServe passes a steered request with sticky sessions to the
-// service, picked for server i of b with ticket t, and ends it; the
-// writer's start is the pick's time, from which the sticky cookie's
-// expires counts (the answer's Date is the server's). steerOther does the
-// same inline: under the interpreter the call would cost its requests a
-// few allocations.
-func steerServe(w http.ResponseWriter, r *http.Request, st *steerer, b *balancer, i int, t core.Ticket) {
+// stickyServe passes a steered request with sticky sessions to the
+// service, picked for server i of b with ticket t, and ends it, as
+// steerOther does (inline there: under the interpreter the call would cost
+// its requests a few allocations); the writer's start is the pick's time,
+// from which the sticky cookie's expires counts (the answer's Date is the
+// server's).
+func stickyServe(w http.ResponseWriter, r *http.Request, st *steerer, b *balancer, i int, t core.Ticket) {
 	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, t: t, served: i, start: time.Now()}
 	// Deferred: Traefik's proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
@@ -266,7 +266,7 @@ func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		steerUpgrade(w, r, st, b, i, t)
 		return
 	}
-	steerServe(w, r, st, b, i, t)
+	stickyServe(w, r, st, b, i, t)
 }
 
 // steerPick picks the server for a steered request, among those it has
