@@ -351,6 +351,7 @@ func (w *caddyWriter) policy(b *caddyWriter, u *Upstream, retry Retry, keyOf fun
 	if len(down) > 0 {
 		lines = append(lines, "down "+strings.Join(down, " "))
 	}
+	lines = append(lines, caddySticky(u)...)
 	for _, s := range u.Servers {
 		if s.SlowStart > 0 {
 			lines = append(lines, fmt.Sprintf("slow_start %s %s", s.Addr, caddyDuration(s.SlowStart)))
@@ -488,7 +489,7 @@ func (w *caddyWriter) retries(b *caddyWriter, p *Proxy, u *Upstream) {
 	if u != nil {
 		n = 0
 		for _, s := range u.Servers {
-			if !s.Down {
+			if !s.Down && !s.Drain { // nginx's tries count neither
 				n++
 			}
 		}

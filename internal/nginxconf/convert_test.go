@@ -16,6 +16,16 @@ func load(t *testing.T, conf string) (*Config, error) {
 	return Load(ds)
 }
 
+// mustLoad is load for a configuration the test needs loaded.
+func mustLoad(t *testing.T, conf string) *Config {
+	t.Helper()
+	cfg, err := load(t, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // site wraps an upstream block in the smallest http block that uses it.
 func site(upstream string) string {
 	return "http {\n" + upstream + "\nserver { listen 8080; location / { proxy_pass http://u; } }\n}\n"
@@ -421,7 +431,6 @@ func TestWarnings(t *testing.T) {
 				"nginx.conf:2: events: an nginx process setting",
 				"nginx.conf:4: gzip: not converted",
 				"nginx.conf:5: zone: not needed",
-				"nginx.conf:5: sticky: not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session",
 				"nginx.conf:6: access_log: not converted",
 				"nginx.conf:6: proxy_buffering: not converted",
 			}, nil},
@@ -462,9 +471,10 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-// TestTodaysNginx: what nginx's open-source build has gained (sticky and
-// drain in 1.29.6, least_time in 1.31.0) is converted or warned about in
-// words that are true of it; only random's least_time= is NGINX Plus's.
+// TestTodaysNginx: least_time (open source since nginx 1.31.0) is
+// converted to fair with a warning that says what differs, in words that
+// are true of it; only random's least_time= is NGINX Plus's. Sticky, drain
+// and route= (1.29.6): TestSticky.
 func TestTodaysNginx(t *testing.T) {
 	const fairSays = "fair is latency-aware by its own estimate (a decaying average of each server's answer times, times a penalty that doubles with each failure, 5xx answers included, stretched by its requests in flight), " +
 		"where least_time averages times in 20 ms bands, multiplies them by connections and shares ties by round robin; " +
@@ -480,22 +490,13 @@ func TestTodaysNginx(t *testing.T) {
 		{"least_time last_byte inflight", " least_time last_byte inflight;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", true,
 			"nginx.conf:3: least_time: converted to lbpack's fair policy; " + fairSays},
 		{"random two least_time=header", " random two least_time=header;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", true,
-			"nginx.conf:3: random: least_time=header (NGINX Plus only: open-source nginx's random takes least_conn): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; " + fairSays},
-		{"sticky cookie", " sticky cookie srv_id expires=1h path=/ httponly;\n server 10.0.0.1:80;\n server 10.0.0.2:80;", false,
-			"nginx.conf:3: sticky: not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session"},
-		{"drain", " server 10.0.0.1:80;\n server 10.0.0.2:80 drain;", false,
-			"nginx.conf:4: server: drain: not converted yet: lbpack has no drain, so the server still gets its full share of new requests"},
-		{"route=", " server 10.0.0.1:80 route=a;\n server 10.0.0.2:80;", false,
-			"nginx.conf:3: server: route=a: not converted yet: it names the server for sticky sessions, which lbpack does not have yet"},
+			"nginx.conf:3: random: least_time=header (NGINX Plus only: open-source nginx's random, 1.31 included, takes least_conn only): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; " + fairSays},
 		{"service=", " server app.internal service=http;", false,
 			"nginx.conf:3: server: service=http: not converted: nginx keeps resolving the name (its addresses, or its SRV records with service=) and balances over what it finds; lbpack balances the server as one, which Caddy and Traefik dial by its name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := load(t, site("upstream u {\n"+c.upstream+"\n}"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustLoad(t, site("upstream u {\n"+c.upstream+"\n}"))
 			caddy, cw := cfg.Caddyfile()
 			traefik, tw := cfg.Traefik()
 			for _, pair := range []struct {
@@ -546,7 +547,7 @@ func TestLoadErrors(t *testing.T) {
 			"nginx.conf:3: upstream v: no proxy_pass uses it"},
 		{site("upstream u {\n hash $binary_remote_addr;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: "$binary_remote_addr": unknown variable $binary_remote_addr`},
 		{site("upstream u {\n hash $arg_k$;\n server 10.0.0.1:80;\n}"), `nginx.conf:3: "$arg_k$": invalid variable name after $`},
-		{site("upstream u {\n ip_hash;\n server 10.0.0.1:80;\n server 10.0.0.2:80 backup;\n}"), "nginx.conf:5: server 10.0.0.2:80: backup: nginx's ip_hash does not accept backup servers"},
+		{site("upstream u {\n ip_hash;\n server 10.0.0.1:80;\n server 10.0.0.2:80 backup;\n}"), `nginx.conf:5: server 10.0.0.2:80: balancing method does not support parameter "backup" (nginx's ip_hash takes no backup servers)`},
 		{site("upstream u {\n server 10.0.0.1:80 weight=0;\n}"), "nginx.conf:3: weight=0: want a whole number of at least 1"},
 		{site("upstream u {\n server 10.0.0.1:80 wieght=2;\n}"), `nginx.conf:3: server 10.0.0.1:80: invalid parameter "wieght=2"`},
 		{site("upstream u {\n server 10.0.0.1:80 fail_timeout=ten;\n}"), "nginx.conf:3: fail_timeout=ten: want a time in seconds such as 10s or 1m30s"},

@@ -13,6 +13,9 @@ func FuzzConvert(f *testing.F) {
 		site("upstream u { hash \"$arg_k/${http_x}x\" consistent; server 10.0.0.1; server 10.0.0.2 down; }"),
 		"http { server { listen 127.0.0.1:8080 ssl; server_name .a.example ~re; location ~* \\.x$ { proxy_pass https://10.0.0.1:8443/p; } location = /r { return 301 $scheme://h$request_uri; } } }",
 		"http { include x; }", "events { } http { upstream u { random two least_time=header; server a:1; } server { location / { proxy_pass http://u; } } }",
+		site("upstream u { sticky cookie s expires=1d domain=.a path=/ httponly secure samesite=Lax; server 10.0.0.1 route=r drain; server a:1 down drain; }"),
+		site("upstream u { hash $arg_k; sticky route $arg_r $cookie_r $http_x_r; server 10.0.0.1; }"),
+		site("upstream u { sticky learn create=$upstream_cookie_s create=$upstream_http_x lookup=$cookie_s zone=z:32k timeout=1s header; server 10.0.0.1; }"),
 		"'\\", "\"${", "a {", "}", "http { real_ip_header X-Forwarded-For; set_real_ip_from ::/0; }",
 	} {
 		f.Add(seed)

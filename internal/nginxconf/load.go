@@ -76,7 +76,10 @@ type Upstream struct {
 	// written); KeepaliveTimeout their idle timeout.
 	Keepalive        int
 	KeepaliveTimeout time.Duration
-	used             bool
+	// Sticky is the sticky directive in effect; nil when none (or when
+	// nginx drops it: see dropSticky).
+	Sticky *Sticky
+	used   bool
 }
 
 // Peer is one server line of an upstream block, with nginx's defaults
@@ -91,6 +94,13 @@ type Peer struct {
 	FailTimeout time.Duration
 	MaxConns    int
 	SlowStart   time.Duration
+	// Drain is nginx's drain: only requests bound to the server by sticky
+	// reach it. Down and Drain are one setting in nginx: the one written
+	// last holds.
+	Drain bool
+	// Route is route=: the server's sticky id, "" for nginx's MD5 of its
+	// address.
+	Route string
 }
 
 // Key is a hash key: literal text and variables in the order written.
@@ -234,6 +244,8 @@ type loader struct {
 	upstreams map[string]*Upstream
 	proxies   []*Proxy
 	proxyTo   []string // by proxy: the upstream name proxy_pass wrote
+	// stickyZones are sticky learn's zones, by name.
+	stickyZones map[string]stickyZone
 }
 
 func (l *loader) warn(d *Directive, format string, args ...any) {
@@ -263,7 +275,7 @@ func LoadFile(name string) (*Config, error) {
 // Load reads the directives of an nginx configuration (from ParseFile) into
 // a Config. Errors are bad input, with the position of the directive.
 func Load(ds []*Directive) (*Config, error) {
-	l := &loader{c: &Config{}, upstreams: map[string]*Upstream{}}
+	l := &loader{c: &Config{}, upstreams: map[string]*Upstream{}, stickyZones: map[string]stickyZone{}}
 	https := 0
 	for _, d := range ds {
 		switch {
@@ -283,11 +295,16 @@ func Load(ds []*Directive) (*Config, error) {
 	if https == 0 {
 		return nil, errorf(Pos{File: firstFile(ds), Line: 1}, "no http block: nothing to convert")
 	}
+	proxies := map[*Upstream]int{}
 	for i, p := range l.proxies {
 		if u := l.upstreams[l.proxyTo[i]]; u != nil && l.proxyTo[i] != "" {
 			p.Upstream, p.Addr = u, ""
 			u.used = true
+			proxies[u]++
 		}
+	}
+	for _, u := range l.c.Upstreams {
+		l.warnLearnShared(u, proxies[u])
 	}
 	for _, u := range l.c.Upstreams {
 		if !u.used {
@@ -510,6 +527,7 @@ func (l *loader) upstream(d *Directive) error {
 		return errorf(d.Pos, "upstream %s: duplicate (first at %s)", name, old.Pos)
 	}
 	u := &Upstream{Name: name, Pos: d.Pos}
+	var stickyAt *Directive // the first sticky directive, dropped or not
 	for _, s := range d.Block {
 		var err error
 		switch s.Name {
@@ -536,7 +554,7 @@ func (l *loader) upstream(d *Directive) error {
 					case s.Args[1] == "least_conn":
 					case s.Args[1] == "least_time=header" || s.Args[1] == "least_time=last_byte":
 						u.TwoLeastTime = true
-						l.warn(s, "%s (NGINX Plus only: open-source nginx's random takes least_conn): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; %s", s.Args[1], fairVersusLeastTime)
+						l.warn(s, "%s (NGINX Plus only: open-source nginx's random, 1.31 included, takes least_conn only): converted to lbpack's fair policy, which chooses among all the servers, not two drawn at random; %s", s.Args[1], fairVersusLeastTime)
 					default:
 						return errorf(s.Pos, "random two: unknown method %q", s.Args[1])
 					}
@@ -550,7 +568,11 @@ func (l *loader) upstream(d *Directive) error {
 				l.warn(s, "converted to lbpack's fair policy; %s", fairVersusLeastTime)
 			}
 		case "sticky":
-			l.warn(s, "not converted yet: lbpack has no sticky sessions, so every request is balanced on its own and clients lose their session")
+			if stickyAt != nil {
+				return errorf(s.Pos, `"sticky" directive is duplicate`)
+			}
+			stickyAt = s
+			err = l.sticky(u, s)
 		case "keepalive":
 			u.Keepalive, err = intArg(s, 1)
 		case "keepalive_timeout":
@@ -570,10 +592,11 @@ func (l *loader) upstream(d *Directive) error {
 	if u.Method == IPHash || u.Method == Hash || u.Method == Random {
 		for _, p := range u.Servers {
 			if p.Backup {
-				return errorf(p.Pos, "server %s: backup: nginx's %s does not accept backup servers", p.Addr, u.Method)
+				return errorf(p.Pos, `server %s: balancing method does not support parameter "backup" (nginx's %s takes no backup servers)`, p.Addr, u.Method)
 			}
 		}
 	}
+	l.warnStickyNames(u)
 	if u.Method == Hash || u.Method == IPHash || u.Method == Random {
 		for _, p := range u.Servers {
 			if p.SlowStart > 0 {
@@ -605,6 +628,7 @@ func (l *loader) method(u *Upstream, d *Directive, maxArgs int) error {
 		l.warn(d, "load balancing method redefined: %s (at %s) is replaced, as nginx does", u.Method, u.MethodPos)
 	}
 	u.Method, u.MethodPos = d.Name, d.Pos
+	l.dropSticky(u, d)
 	return nil
 }
 
@@ -639,15 +663,15 @@ func (l *loader) peer(u *Upstream, d *Directive) error {
 		case name == "slow_start" && hasVal:
 			p.SlowStart, err = l.paramDuration(d, name, val, true)
 		case a == "down":
-			p.Down = true
+			p.Down, p.Drain = true, false // one setting in nginx: the last written holds
+		case a == "drain":
+			p.Down, p.Drain = false, true
 		case a == "backup":
 			p.Backup = true
 		case a == "resolve" || name == "service":
 			l.warn(d, "%s: not converted: nginx keeps resolving the name (its addresses, or its SRV records with service=) and balances over what it finds; lbpack balances the server as one, which Caddy and Traefik dial by its name", a)
-		case name == "route":
-			l.warn(d, "%s: not converted yet: it names the server for sticky sessions, which lbpack does not have yet", a)
-		case a == "drain":
-			l.warn(d, "drain: not converted yet: lbpack has no drain, so the server still gets its full share of new requests")
+		case name == "route" && hasVal:
+			p.Route, err = stickyPeerRoute(d, val)
 		default:
 			return errorf(d.Pos, "server %s: invalid parameter %q", d.Args[0], a)
 		}

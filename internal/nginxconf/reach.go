@@ -25,7 +25,8 @@ func coreConfig(u *Upstream) core.Config {
 	}
 	for _, s := range u.Servers {
 		cfg.Backends = append(cfg.Backends, core.Backend{Address: s.Addr, Weight: s.Weight, Down: s.Down, Backup: s.Backup,
-			MaxConns: s.MaxConns, MaxFails: s.MaxFails, FailTimeout: s.FailTimeout, SlowStart: s.SlowStart})
+			MaxConns: s.MaxConns, MaxFails: s.MaxFails, FailTimeout: s.FailTimeout, SlowStart: s.SlowStart,
+			Route: s.Route, Drain: s.Drain})
 	}
 	return cfg
 }

@@ -180,6 +180,7 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 			kv("hashMode", "modulo")
 		}
 	}
+	traefikSticky(b, u.Sticky)
 	b.WriteString("          servers:\n")
 	for _, s := range u.Servers {
 		fmt.Fprintf(b, "            - url: %s://%s\n", p.Scheme, s.Addr)
@@ -191,6 +192,12 @@ func (t *traefikWriter) middleware(b *strings.Builder, name string, s *Site, loc
 		}
 		if s.Down {
 			b.WriteString("              down: true\n")
+		}
+		if s.Drain {
+			b.WriteString("              drain: true\n")
+		}
+		if s.Route != "" {
+			fmt.Fprintf(b, "              route: %s\n", yamlString(s.Route))
 		}
 		if s.MaxConns > 0 {
 			fmt.Fprintf(b, "              maxConns: %d\n", s.MaxConns)
