@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lbpack/lbpack/internal/nginxconf"
 )
 
 // The replay of nginx's sticky recordings (conformance/testdata/sticky,
@@ -43,6 +45,7 @@ type recCase struct {
 	Sticky         string        `json:"sticky"`
 	Mode           string        `json:"mode"`
 	ExpiresSeconds *int64        `json:"expires_seconds"`
+	Upstream       string        `json:"upstream"`
 	Location       string        `json:"location"`
 	Servers        []recServer   `json:"servers"`
 	Requests       []recExchange `json:"requests"`
@@ -74,13 +77,26 @@ type recExchange struct {
 }
 
 // notReplayed are the recorded cases with requests that the plugin does
-// not replay, and why.
-var notReplayed = map[string]string{
-	"attr_samesite_variable":       "samesite from a variable ($arg_ss): the plugin's cookie attributes are constants",
-	"attr_domain_variable":         "domain from a variable ($arg_d): the plugin's cookie attributes are constants",
-	"cfg_sticky_before_hash":       "nginx drops a sticky directive written before the method; the plugin's configuration has no order",
-	"cfg_sticky_before_least_conn": "nginx drops a sticky directive written before the method; the plugin's configuration has no order",
+// not replay, and why. The ones marked converted are replayed from the
+// converter's configuration only.
+var notReplayed = map[string]struct {
+	why       string
+	converted bool
+}{
+	"attr_samesite_variable":       {why: "samesite from a variable ($arg_ss): the plugin's cookie attributes are constants (the converter refuses it)"},
+	"attr_domain_variable":         {why: "domain from a variable ($arg_d): the plugin's cookie attributes are constants (the converter refuses it)"},
+	"cfg_sticky_before_hash":       {why: "nginx drops a sticky directive written before the method; the plugin's configuration has no order", converted: true},
+	"cfg_sticky_before_least_conn": {why: "nginx drops a sticky directive written before the method; the plugin's configuration has no order", converted: true},
 }
+
+// Replay modes: the middleware in proxy mode and in steer mode from the
+// replay's own configuration (caseYAML), and in proxy mode from the
+// converter's (lbsim convert, internal/nginxconf) of the recorded block.
+const (
+	modeProxy     = "proxy"
+	modeSteer     = "steer"
+	modeConverted = "converted"
+)
 
 // redirectSource is added to the interpreted plugin: Redirect has a
 // proxy-mode middleware dial, for each address of to, the address it maps
@@ -94,7 +110,11 @@ import (
 )
 
 func Redirect(h http.Handler, to map[string]string) {
-	h.(*stickyProxy).p.tr.DialContext = redirected(to)
+	p, ok := h.(*Plugin)
+	if !ok {
+		p = h.(*stickyProxy).p
+	}
+	p.tr.DialContext = redirected(to)
 }
 
 func redirected(to map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -111,7 +131,8 @@ func redirected(to map[string]string) func(ctx context.Context, network, addr st
 // TestStickyReplay replays every recorded family whose method lbpack has
 // (all of them: round robin, least_conn, ip_hash, hash and hash
 // consistent), case by case, through the interpreted plugin in proxy mode
-// and in steer mode. The cases it leaves out are logged with the reason.
+// and in steer mode, and as the converter writes the recorded block. The
+// cases it leaves out are logged with the reason.
 func TestStickyReplay(t *testing.T) {
 	l := loadPlugin(t, map[string]string{"zz_redirect.go": redirectSource})
 	redirect := eval(t, l.i, "traefikplugin.Redirect").(func(http.Handler, map[string]string))
@@ -120,7 +141,7 @@ func TestStickyReplay(t *testing.T) {
 		t.Fatalf("no recordings: %v", err)
 	}
 	be := newReplayBackends(t)
-	replayed := 0
+	replayed := map[string]int{}
 	for _, f := range files {
 		var fam recFamily
 		data, err := os.ReadFile(f)
@@ -135,45 +156,57 @@ func TestStickyReplay(t *testing.T) {
 			if len(c.Requests) == 0 {
 				continue // a configuration nginx refuses: TestStickyErrors has the plugin's
 			}
-			if why := notReplayed[c.Name]; why != "" {
-				t.Logf("not replayed: %s/%s: %s", fam.Family, c.Name, why)
-				continue
-			}
-			for _, steer := range []bool{false, true} {
-				t.Run(fam.Family+"/"+c.Name+map[bool]string{false: "/proxy", true: "/steer"}[steer], func(t *testing.T) {
-					replayCase(t, l, redirect, be, c, steer)
+			for _, mode := range []string{modeProxy, modeSteer, modeConverted} {
+				if nr, ok := notReplayed[c.Name]; ok && !(nr.converted && mode == modeConverted) {
+					t.Logf("not replayed (%s): %s/%s: %s", mode, fam.Family, c.Name, nr.why)
+					continue
+				}
+				t.Run(fam.Family+"/"+c.Name+"/"+mode, func(t *testing.T) {
+					replayCase(t, l, redirect, be, c, mode)
 				})
+				replayed[mode]++
 			}
-			replayed++
 		}
 	}
-	t.Logf("%d cases replayed", replayed)
+	t.Logf("cases replayed: %d in proxy mode, %d in steer mode, %d converted", replayed[modeProxy], replayed[modeSteer], replayed[modeConverted])
 }
 
 // replayCase builds the case's middleware and sends its requests. In
 // steer mode the middleware steers a stand-in for Traefik's sticky
 // service (replayService), behind a stand-in for Traefik's retry
 // middleware when nginx retries (proxy_next_upstream).
-func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]string), be *replayBackends, c *recCase, steer bool) {
-	doc, err := caseYAML(c, steer)
-	if err != nil {
-		t.Fatal(err)
-	}
+func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]string), be *replayBackends, c *recCase, mode string) {
 	to := map[string]string{}
 	for _, s := range c.Servers {
 		to[s.Address] = be.addrFor(t, s.Address, s.Listening)
 	}
-	name := "replay/" + c.Name
+	name := "replay/" + c.Name + "/" + mode
 	var h http.Handler
-	if steer {
-		h = steerPluginNamed(t, l, doc, name+"/steer", newReplayService(t, to))
+	switch mode {
+	case modeSteer:
+		doc, err := caseYAML(c, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = steerPluginNamed(t, l, doc, name, newReplayService(t, to))
 		if !strings.Contains(c.Location, "proxy_next_upstream off;") {
 			h = retryMiddleware(len(c.Servers), h)
 		}
-	} else {
+	default:
+		settings, doc := convertedSettings(t, c)
+		if mode == modeProxy {
+			var err error
+			if doc, err = caseYAML(c, false); err != nil {
+				t.Fatal(err)
+			}
+			if settings, err = settingsMap(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		if h, err = l.newHandler(ctx, doc, name); err != nil {
+		var err error
+		if h, err = l.newHandlerMap(ctx, settings, name); err != nil {
 			t.Fatalf("New: %v\n%s", err, doc)
 		}
 		redirect(h, to)
@@ -211,6 +244,43 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 		be.release(holdID(c.Requests[j].Target))
 		checkAnswer(t, c, j, <-done)
 	}
+}
+
+// convertedSettings are the middleware's settings that the converter
+// writes for the recorded block (with realip trusting the test's address
+// for ip_hash, as the recorder's nginx had it), and the YAML it wrote.
+func convertedSettings(t *testing.T, c *recCase) (map[string]any, string) {
+	realip := ""
+	if c.Method == "ip_hash" {
+		realip = "    set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;\n"
+	}
+	conf := "events {}\nhttp {\n" + realip + c.Upstream + "\n    server {\n        listen 127.0.0.1:44100;\n        " + c.Location + "\n    }\n}\n"
+	path := filepath.Join(t.TempDir(), "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := nginxconf.LoadFile(path)
+	if err != nil {
+		t.Fatalf("convert: %v\n%s", err, conf)
+	}
+	yml, _ := cfg.Traefik()
+	dyn, err := settingsMap(string(yml))
+	if err != nil {
+		t.Fatalf("converted YAML: %v\n%s", err, yml)
+	}
+	httpCfg, _ := dyn["http"].(map[string]any)
+	mws, _ := httpCfg["middlewares"].(map[string]any)
+	if len(mws) != 1 {
+		t.Fatalf("converted YAML: %d middlewares, want 1\n%s", len(mws), yml)
+	}
+	for _, mw := range mws {
+		plugin, _ := mw.(map[string]any)["plugin"].(map[string]any)
+		if settings, ok := plugin["lbpack"].(map[string]any); ok {
+			return settings, string(yml)
+		}
+	}
+	t.Fatalf("converted YAML: no lbpack middleware\n%s", yml)
+	return nil, ""
 }
 
 // caseYAML is the plugin's configuration for a recorded upstream, in
