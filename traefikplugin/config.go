@@ -139,6 +139,10 @@ type Config struct {
 	// and later) or "fnv" (Traefik v3.0.0 to v3.3.3).
 	CookieFormat string
 
+	// Sticky binds clients to servers as nginx's sticky directive does
+	// (see sticky.go); off by default.
+	Sticky Sticky
+
 	// Unknown collects the keys that match no setting above (Traefik's
 	// decoder would drop them without a word); New refuses each, naming
 	// the nearest known key. It is not a setting.
@@ -160,6 +164,13 @@ type Server struct {
 	Down bool
 	// MaxConns caps the requests in flight to the server (0: no cap).
 	MaxConns int
+	// Route is the server's sticky id, what a request names to be bound
+	// to it (nginx's route=, at most 32 bytes); empty: the MD5 of its
+	// host:port, or the id sticky.cookie.value gives it.
+	Route string
+	// Drain is nginx's drain: the server takes only requests bound to it
+	// by sticky (cookie, route or learned session).
+	Drain bool
 	// Unknown collects the keys that match no setting (see Config.Unknown).
 	Unknown map[string]interface{} `mapstructure:",remain"`
 }
@@ -280,6 +291,8 @@ type settings struct {
 	format       string   // cookieFormat
 	rawURLs      []string // the servers' URLs as written: Traefik names its servers so
 	cookieValues []string
+	// sticky is nginx's sticky directive (see sticky.go); nil when off.
+	sticky *stickySettings
 }
 
 // parse validates c; errors name the field and the value.
@@ -335,6 +348,7 @@ func parse(c *Config) (*settings, error) {
 
 	seen := make(map[string]int, len(c.Servers))
 	backends := make([]core.Backend, 0, len(c.Servers))
+	urls := make([]string, 0, len(c.Servers))
 	for i, sv := range c.Servers {
 		u, addr, err := serverURL(sv.URL, s.steer)
 		if err != nil {
@@ -355,6 +369,7 @@ func parse(c *Config) (*settings, error) {
 			return nil, fmt.Errorf("servers[%d].maxConns %d: must not be negative", i, sv.MaxConns)
 		}
 		s.targets = append(s.targets, u)
+		urls = append(urls, sv.URL)
 		if s.steer {
 			s.rawURLs = append(s.rawURLs, sv.URL)
 			s.cookieValues = append(s.cookieValues, cookieValue(s.format, sv.URL))
@@ -369,6 +384,9 @@ func parse(c *Config) (*settings, error) {
 			FailTimeout: failTimeout,
 			SlowStart:   slowStart,
 		})
+	}
+	if s.sticky, err = parseSticky(c, backends, urls); err != nil {
+		return nil, err
 	}
 	s.retries = c.Retries
 	if s.retries < 0 || s.retries > len(backends)-1 {

@@ -412,6 +412,10 @@ func TestKnownKeys(t *testing.T) {
 		{reflect.TypeOf(Config{}), configKeys},
 		{reflect.TypeOf(Server{}), serverKeys},
 		{reflect.TypeOf(HealthCheck{}), healthKeys},
+		{reflect.TypeOf(TLS{}), tlsKeys},
+		{reflect.TypeOf(Sticky{}), stickyKeys},
+		{reflect.TypeOf(StickyCookie{}), cookieKeys},
+		{reflect.TypeOf(StickyLearn{}), learnKeys},
 	} {
 		var fields []string
 		for k := 0; k < c.typ.NumField(); k++ {

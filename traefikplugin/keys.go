@@ -13,11 +13,14 @@ import (
 var (
 	configKeys = []string{"strategy", "servers", "hashKey", "hashMode", "loadFactor", "stagger",
 		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
-		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat"}
-	serverKeys = []string{"url", "weight", "backup", "down", "maxConns"}
+		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat", "sticky"}
+	serverKeys = []string{"url", "weight", "backup", "down", "maxConns", "route", "drain"}
 	healthKeys = []string{"path", "interval", "unhealthyInterval", "timeout", "method", "status", "hostname",
 		"headers", "port", "scheme", "followRedirects", "mode"}
-	tlsKeys = []string{"serverName", "insecureSkipVerify", "rootCAs", "certFile", "keyFile"}
+	tlsKeys    = []string{"serverName", "insecureSkipVerify", "rootCAs", "certFile", "keyFile"}
+	stickyKeys = []string{"cookie", "route", "learn"}
+	cookieKeys = []string{"name", "maxAge", "expires", "domain", "path", "httpOnly", "secure", "sameSite", "value", "secret"}
+	learnKeys  = []string{"create", "lookup", "timeout", "header", "maxSessions"}
 )
 
 // unknownKeys refuses the first key, in each level's sorted order, that
@@ -30,6 +33,15 @@ func unknownKeys(c *Config) error {
 		return err
 	}
 	if err := unknownKey("tls.", c.TLS.Unknown, tlsKeys); err != nil {
+		return err
+	}
+	if err := unknownKey("sticky.", c.Sticky.Unknown, stickyKeys); err != nil {
+		return err
+	}
+	if err := unknownKey("sticky.cookie.", c.Sticky.Cookie.Unknown, cookieKeys); err != nil {
+		return err
+	}
+	if err := unknownKey("sticky.learn.", c.Sticky.Learn.Unknown, learnKeys); err != nil {
 		return err
 	}
 	for i, sv := range c.Servers {

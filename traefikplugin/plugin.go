@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // Plugin is the middleware: a balancer over its servers and one reverse
@@ -57,6 +58,10 @@ type Plugin struct {
 	// field costs an allocation on every use).
 	errs    sync.Map
 	pending *atomic.Int64
+	// Sticky sessions (sticky.go): the settings, nil when off, and learn's
+	// session table, which outlives reloads with the balancer's state.
+	sticky   *stickySettings
+	sessions *sticky.Sessions
 }
 
 // balancer is the balancer of the moment, and what the request path knows
@@ -99,7 +104,16 @@ type attempt struct {
 	err   error         // the transport error of the last try, if any
 	bad   bool          // the last try's answer has a failStatus status
 	tried []bool        // servers already tried; made on the first retry
+	id    string        // the request's sticky id, for every pick
+	// picked is when the try's server was picked: the sticky cookie's
+	// expires counts from it, as nginx's from its choice of the peer (the
+	// answer's Date may be the server's, which Traefik passes on).
+	picked time.Time
 }
+
+// attemptKey keys a sticky request's attempt in the context of the
+// request the proxy sends, for statusCheck.
+type attemptKey struct{}
 
 // untried is the availability predicate for a retry: a request never goes
 // to the same server twice.
@@ -136,9 +150,14 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		timed:    traits.Times,
 		counted:  s.tracked() && s.keyKind == keyNone,
 		pending:  new(atomic.Int64),
+		sticky:   s.sticky,
+		sessions: sh.sessions,
 	}
 	if s.steer {
 		go p.closeOnDone(ctx)
+		if p.sticky != nil {
+			return &stickySteerer{st: newSteerer(p, next)}, nil
+		}
 		return newSteerer(p, next), nil
 	}
 	for i, t := range s.targets {
@@ -148,8 +167,19 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		p.startHealthChecks(ctx)
 	}
 	go p.closeOnDone(ctx)
+	if p.sticky != nil {
+		return &stickyProxy{p: p}, nil
+	}
 	return p, nil
 }
+
+// stickyProxy is the middleware in proxy mode with sticky sessions on. A
+// type of its own, so that the plain ServeHTTP's frame (which the
+// interpreter allocates whole on every request) holds nothing of sticky's.
+type stickyProxy struct{ p *Plugin }
+
+// ServeHTTP serves a request with its sticky id (see serveSticky).
+func (sp *stickyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveSticky(w, r, sp.p) }
 
 // closeOnDone gives up the middleware's hold on its name's state (see
 // release) and releases idle connections once the middleware is replaced,
@@ -201,8 +231,8 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp.BufferPool = p.buffers
 	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
-	if p.s.failStatus != nil {
-		rp.ModifyResponse = statusCheck(p)
+	if p.s.failStatus != nil || p.sticky != nil && (p.sticky.cookie != nil || p.sticky.header) {
+		rp.ModifyResponse = statusCheck(p, i)
 	}
 	if !p.s.passHost {
 		direct := rp.Director
@@ -270,8 +300,9 @@ func proxyError(p *Plugin, i int) func(http.ResponseWriter, *http.Request, error
 		// balancer hears of the failure now. (A tracked try's own end then
 		// reports a success, which clears nothing: failures are cleared
 		// only after a probe.)
-		settle(w, &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err})
-		badGateway(w, err)
+		a := &attempt{p: p, b: p.bal.Load().(*balancer), req: r, i: i, err: err}
+		settle(w, a)
+		gatewayError(w, a)
 	}
 }
 
@@ -416,6 +447,37 @@ func countedEnd(w http.ResponseWriter, r *http.Request, p *Plugin, b *balancer, 
 	return a
 }
 
+// serveSticky serves a request when sticky sessions are on: the pick, and
+// a retry's, honours its sticky id; the answer carries the cookie (cookie
+// mode: statusCheck puts it in the server's answer, finding the attempt in
+// the request's context, and gatewayError in the middleware's own); and
+// its end teaches the session table (learn mode).
+func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
+	b := p.bal.Load().(*balancer)
+	key := ""
+	if p.keyKind != keyNone {
+		key = requestKey(p.s, r)
+	}
+	a := &attempt{p: p, b: b, req: r, key: key, id: stickyID(p.sticky, p.sessions, r)}
+	a.i, a.t = core.Pick(b.Balancer, key, core.Filter{Sticky: a.id})
+	if a.i < 0 {
+		unavailable(w)
+		return
+	}
+	a.picked = time.Now()
+	if p.sticky.cookie != nil {
+		a.req = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
+	}
+	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
+		serveBody(w, a)
+	} else if !try(w, a) {
+		retry(w, a, nil)
+	}
+	if p.sticky.learns() && !p.sticky.header && a.err == nil && !a.bad {
+		learn(p.sticky, p.sessions, r, w.Header(), a.b.Balancer, a.i)
+	}
+}
+
 // serveOther answers a request with no server to go to, and proxies the
 // others that the common ways leave: one that has a body to keep for
 // retries, one whose try must be reported whatever its outcome (its pick
@@ -549,22 +611,25 @@ func retry(w http.ResponseWriter, a *attempt, body *replay) {
 	a.tried = make([]bool, a.b.Len())
 	for n := 0; ; n++ {
 		if n >= a.p.s.retries || req.Context().Err() != nil || !retryable(req.Method, a.err) {
-			badGateway(w, a.err)
+			gatewayError(w, a)
 			return
 		}
 		if body != nil && !body.replayable() {
-			badGateway(w, a.err) // read past what was kept of it
+			gatewayError(w, a) // read past what was kept of it
 			return
 		}
 		a.tried[a.i] = true
-		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried})
+		next, t := core.Pick(a.b.Balancer, a.key, core.Filter{Allow: a.untried, Sticky: a.id})
 		if next < 0 {
-			badGateway(w, a.err)
+			gatewayError(w, a)
 			return
 		}
 		a.i, a.t = next, t
 		a.n = nil // not in the tuple: yaegi cannot assign an untyped nil there
 		a.err = nil
+		if a.p.sticky != nil {
+			a.picked = time.Now()
+		}
 		if body != nil {
 			req.Body = body.view()
 		}
@@ -589,6 +654,15 @@ func retryable(method string, err error) bool {
 func unavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, "no backend available", http.StatusServiceUnavailable)
+}
+
+// gatewayError answers a request whose last try, to server a.i, failed:
+// with the sticky cookie naming that server, as nginx's 502 has it.
+func gatewayError(w http.ResponseWriter, a *attempt) {
+	if ss := a.p.sticky; ss != nil && ss.cookie != nil {
+		setStickyCookie(w.Header(), ss.cookie, a.b.Balancer, a.i, a.picked)
+	}
+	badGateway(w, a.err)
 }
 
 func badGateway(w http.ResponseWriter, err error) {

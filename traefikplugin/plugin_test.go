@@ -153,6 +153,15 @@ func newPlugin(t *testing.T, cfg *Config) *Plugin {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pluginOf(h)
+}
+
+// pluginOf is the middleware New built, in proxy mode, with or without
+// sticky sessions.
+func pluginOf(h http.Handler) *Plugin {
+	if sp, ok := h.(*stickyProxy); ok {
+		return sp.p
+	}
 	return h.(*Plugin)
 }
 

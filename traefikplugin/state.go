@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // shared is a middleware's balancer with what goes with it, kept across
@@ -24,6 +25,10 @@ type shared struct {
 	unhealth []bool       // by server, under mu: failed the active health check
 	logged   sync.Map     // failureKey: the failures logged (see logFailure)
 	use      *nameUse     // the name's use, shared by every state the name has had
+	// sticky learn's session table, and what it was made with
+	// (sessionsKey): kept by every state of the name that keeps that.
+	sessions *sticky.Sessions
+	sessKey  string
 }
 
 // nameUse counts the middlewares built for a name whose ctx has not ended,
@@ -61,9 +66,13 @@ var (
 //     slow start; an unhealthy mark stays with its server while health
 //     checks remain on;
 //   - another strategy or option, or a new name: a new balancer.
+//
+// sticky learn's session table goes with the name as long as learn's
+// timeout and maxSessions stay the same, whatever else changes.
 func keep(name string, s *settings) (*shared, error) {
 	opts := optionsKey(s.balancer)
-	full := fmt.Sprintf("%s|%v|%s", opts, s.balancer.Backends, s.healthPath)
+	skey := sessionsKey(s.sticky)
+	full := fmt.Sprintf("%s|%v|%s|%s", opts, s.balancer.Backends, s.healthPath, skey)
 	keptMu.Lock()
 	defer keptMu.Unlock()
 	sweep(time.Now())
@@ -72,9 +81,14 @@ func keep(name string, s *settings) (*shared, error) {
 		old.use.live++
 		return old, nil
 	}
-	sh := &shared{opts: opts, full: full, unhealth: make([]bool, len(s.targets)), use: &nameUse{}}
+	sh := &shared{opts: opts, full: full, unhealth: make([]bool, len(s.targets)), use: &nameUse{}, sessKey: skey}
 	if old != nil {
 		sh.use = old.use
+	}
+	if old != nil && skey != "" && old.sessKey == skey {
+		sh.sessions = old.sessions
+	} else if skey != "" {
+		sh.sessions = sticky.NewSessions(s.sticky.timeout, s.sticky.max)
 	}
 	for _, be := range s.balancer.Backends {
 		sh.addrs = append(sh.addrs, be.Address)

@@ -15,6 +15,13 @@ import (
 // does: the previous one's context ends once the new one exists.
 func reload(t *testing.T, prev context.CancelFunc, cfg *Config, name string) (*Plugin, context.CancelFunc) {
 	t.Helper()
+	h, cancel := reloadHandler(t, prev, cfg, name)
+	return pluginOf(h), cancel
+}
+
+// reloadHandler is reload returning the handler New built.
+func reloadHandler(t *testing.T, prev context.CancelFunc, cfg *Config, name string) (http.Handler, context.CancelFunc) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	h, err := New(ctx, nil, cfg, name)
@@ -24,7 +31,7 @@ func reload(t *testing.T, prev context.CancelFunc, cfg *Config, name string) (*P
 	if prev != nil {
 		prev()
 	}
-	return h.(*Plugin), cancel
+	return h, cancel
 }
 
 func weighted(weights ...int) *Config {

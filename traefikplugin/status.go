@@ -5,17 +5,31 @@ import (
 	"net/http"
 )
 
-// statusCheck is the reverse proxies' ModifyResponse when some statuses
-// count as the server's failure (failStatus): an answer with one of them
-// is marked for its request, which ServeHTTP takes after the proxy returns
+// statusCheck is server i's reverse proxy's ModifyResponse, when some
+// statuses count as the server's failure (failStatus) or sticky sessions
+// read or write the answer. An answer with a failStatus status is marked
+// for its request, which ServeHTTP takes after the proxy returns
 // (failedStatus), as it takes a transport error; the answer itself goes to
-// the client unchanged. An answer with any other status costs one look at
-// the table.
-func statusCheck(p *Plugin) func(*http.Response) error {
+// the client unchanged. Any other answer costs one look at the table, and
+// teaches learn's table when it learns from the header (nginx learns from
+// no failed try). The sticky cookie goes into every answer, before the
+// server's own cookies: here, and not on the response writer before the
+// try, since the proxy clears the writer's headers after passing on an
+// informational answer (100 Continue).
+func statusCheck(p *Plugin, i int) func(*http.Response) error {
 	fail := p.s.failStatus
+	ss := p.sticky
+	learns := ss != nil && ss.learns() && ss.header
 	return func(res *http.Response) error {
 		if c := res.StatusCode; c >= 0 && c < len(fail) && fail[c] {
 			markStatus(p, res.Request.Context())
+		} else if learns {
+			learn(ss, p.sessions, res.Request, res.Header, p.bal.Load().(*balancer).Balancer, i)
+		}
+		if ss != nil && ss.cookie != nil {
+			if a, ok := res.Request.Context().Value(attemptKey{}).(*attempt); ok {
+				setStickyCookie(res.Header, ss.cookie, a.b.Balancer, i, a.picked)
+			}
 		}
 		return nil
 	}

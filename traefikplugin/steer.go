@@ -2,7 +2,6 @@ package traefikplugin
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lbpack/lbpack/core"
+	"github.com/lbpack/lbpack/sticky"
 )
 
 // Steer mode: the middleware does not proxy. The router's service is a
@@ -49,8 +49,7 @@ func cookieValue(format, rawURL string) string {
 		h.Write([]byte(hex.EncodeToString(name.Sum(nil))))
 		return strconv.FormatUint(h.Sum64(), 16)
 	}
-	sum := sha256.Sum256([]byte(rawURL))
-	return hex.EncodeToString(sum[:8])
+	return sticky.TraefikValue(rawURL)
 }
 
 // parseMode reads mode, cookie and cookieFormat, and in steer mode refuses
@@ -109,12 +108,15 @@ func (s *settings) parseMode(c *Config) error {
 
 // steerer is the middleware in steer mode.
 type steerer struct {
-	p      *Plugin
-	next   http.Handler
-	plain  bool     // requests have no key and are not counted in flight: ServeHTTP's short way
-	quiet  bool     // a success tells the balancer nothing, until a failure (see steerDone)
-	prefix string   // the cookie's name and "="
-	pairs  []string // by server: the cookie as the request carries it, "name=value"
+	p     *Plugin
+	next  http.Handler
+	plain bool // requests have no key and are not counted in flight: ServeHTTP's short way
+	quiet bool // a success tells the balancer nothing, until a failure (see steerDone)
+	reads bool // every answer's headers are read (answered): for fair, or sticky sessions
+	// learnsAtEnd: sticky learn learns at the request's end (steerEnded).
+	learnsAtEnd bool
+	prefix      string   // the cookie's name and "="
+	pairs       []string // by server: the cookie as the request carries it, "name=value"
 	// The server of each cookie value, in the configured format (own) and
 	// in the other one (other), which shows a misconfigured cookieFormat.
 	own, other map[string]int
@@ -134,16 +136,19 @@ type steerer struct {
 
 func newSteerer(p *Plugin, next http.Handler) *steerer {
 	s := p.s
+	learnsAtEnd := p.sticky != nil && p.sticky.learns() && !p.sticky.header
 	st := &steerer{
-		p:       p,
-		next:    next,
-		plain:   p.keyKind == keyNone && !p.track,
-		quiet:   !p.track && !p.timed,
-		prefix:  s.cookie + "=",
-		own:     map[string]int{},
-		other:   map[string]int{},
-		retried: new(atomic.Int64),
-		logged:  map[string]bool{},
+		p:           p,
+		next:        next,
+		plain:       p.keyKind == keyNone && !p.track,
+		quiet:       !p.track && !p.timed && !learnsAtEnd,
+		reads:       p.timed || p.sticky != nil,
+		learnsAtEnd: learnsAtEnd,
+		prefix:      s.cookie + "=",
+		own:         map[string]int{},
+		other:       map[string]int{},
+		retried:     new(atomic.Int64),
+		logged:      map[string]bool{},
 	}
 	for i, v := range s.cookieValues {
 		st.pairs = append(st.pairs, st.prefix+v)
@@ -214,15 +219,73 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 	st.next.ServeHTTP(sw, r)
 }
 
+// stickyServe passes a steered request with sticky sessions to the
+// service, picked for server i of b with ticket t, and ends it, as
+// steerOther does (inline there: under the interpreter the call would cost
+// its requests a few allocations); the writer's start is the pick's time,
+// from which the sticky cookie's expires counts (the answer's Date is the
+// server's).
+func stickyServe(w http.ResponseWriter, r *http.Request, st *steerer, b *balancer, i int, t core.Ticket) {
+	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, t: t, served: i, start: time.Now()}
+	// Deferred: Traefik's proxy aborts a response that breaks off midway
+	// with a panic (http.ErrAbortHandler), and the request must still end.
+	defer steerEnd(sw)
+	st.next.ServeHTTP(sw, r)
+}
+
+// stickySteerer is the middleware in steer mode with sticky sessions on:
+// a type of its own, so that the other requests' functions (which the
+// interpreter allocates whole on every call) hold nothing of sticky's.
+type stickySteerer struct{ st *steerer }
+
+// ServeHTTP is steerOther for a request with sticky sessions: its sticky
+// id, read before its cookies change, goes to the pick, and the cookie to
+// an upgrade's answer (the others' get it in stickyAnswer).
+func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := ss.st
+	key := ""
+	if st.p.keyKind != keyNone {
+		key = requestKey(st.p.s, r)
+	}
+	id := stickyID(st.p.sticky, st.p.sessions, r)
+	var tried []bool
+	if st.retried.Load() != 0 {
+		tried = st.triedBy(r)
+	}
+	b := st.p.bal.Load().(*balancer)
+	i, t := stickyPick(b, key, tried, id)
+	if i < 0 {
+		noServer(w, tried != nil)
+		return
+	}
+	steerCookie(r, st, i)
+	if r.Header["Upgrade"] != nil {
+		if st.p.sticky.cookie != nil {
+			setStickyCookie(w.Header(), st.p.sticky.cookie, b.Balancer, i, time.Now())
+		}
+		steerUpgrade(w, r, st, b, i, t)
+		return
+	}
+	stickyServe(w, r, st, b, i, t)
+}
+
 // steerPick picks the server for a steered request, among those it has
 // not tried yet when tried is not nil, and begins the request there (see
-// core.Pick); -1 when no server is left. It, core.Take in ServeHTTP, and
-// steerDone are steer mode's only calls into the balancer.
+// core.Pick); -1 when no server is left. It, stickyPick, core.Take in
+// ServeHTTP, and steerDone are steer mode's only calls into the balancer.
 func steerPick(b *balancer, key string, tried []bool) (int, core.Ticket) {
 	if tried == nil {
 		return core.Pick(b.Balancer, key, core.Filter{})
 	}
 	return core.Pick(b.Balancer, key, core.Filter{Allow: triedSet(tried).untried})
+}
+
+// stickyPick is steerPick for a request with sticky id id.
+func stickyPick(b *balancer, key string, tried []bool, id string) (int, core.Ticket) {
+	if tried == nil {
+		return core.Pick(b.Balancer, key, core.Filter{Sticky: id})
+	}
+	return core.Pick(b.Balancer, key, core.Filter{Allow: triedSet(tried).untried, Sticky: id})
 }
 
 // noServer answers a request for which no server is left: 503, or 502
@@ -324,7 +387,7 @@ type steerWriter struct {
 	served int           // the server Traefik used; -1 when not one of the plugin's
 	status int           // the answer's status, once known
 	left   int           // bytes the answer has declared and not written yet
-	start  time.Time     // when the request was picked (fair)
+	start  time.Time     // when the request was picked (fair, sticky sessions)
 	took   time.Duration // the time to the answer's status (fair)
 }
 
@@ -359,21 +422,55 @@ func (sw *steerWriter) Write(p []byte) (int, error) {
 func answer(sw *steerWriter, code int) {
 	sw.status = code
 	h := sw.ResponseWriter.Header()
-	if h["Set-Cookie"] != nil || sw.st.p.timed {
+	if h["Set-Cookie"] != nil || sw.st.reads {
 		answered(sw, h)
 	}
 	sw.left = declared(h["Content-Length"])
 }
 
+// stickyAnswer puts the sticky cookie on a steered answer, once the
+// service's own cookie is out of it, naming the server Traefik used (the
+// one picked when it used none of the plugin's); and learns from the
+// answer's header with learn's header setting.
+func stickyAnswer(sw *steerWriter, h http.Header) {
+	ss := sw.st.p.sticky
+	j := sw.served
+	if j < 0 {
+		j = sw.i
+	}
+	if ss.cookie != nil {
+		setStickyCookie(h, ss.cookie, sw.b.Balancer, j, sw.start)
+	} else if ss.learns() && ss.header && sw.served >= 0 && !failing(sw.st.p, sw.status) {
+		learn(ss, sw.st.p.sessions, sw.r, h, sw.b.Balancer, j)
+	}
+}
+
+// steerLearn is sticky learn's learning at a steered request's end (see
+// steerEnded), from the answer's headers, unless it failed or never came.
+func steerLearn(sw *steerWriter) {
+	if sw.status != 0 && sw.served >= 0 && !failing(sw.st.p, sw.status) {
+		learn(sw.st.p.sticky, sw.st.p.sessions, sw.r, sw.ResponseWriter.Header(), sw.b.Balancer, sw.served)
+	}
+}
+
+// failing reports whether an answer's status is one of failStatus's.
+func failing(p *Plugin, code int) bool {
+	return code < len(p.s.failStatus) && p.s.failStatus[code]
+}
+
 // answered notes, for fair, the time to the answer, and takes the
 // service's sticky cookie out of the answer's headers, which tells that
-// the service sent the request to a server of its own choosing.
+// the service sent the request to a server of its own choosing; then
+// sticky sessions have their say (stickyAnswer).
 func answered(sw *steerWriter, h http.Header) {
 	if sw.st.p.timed {
 		sw.took = time.Since(sw.start)
 	}
 	if sc := h["Set-Cookie"]; sc != nil {
 		sw.served = stripCookie(sw.st, h, sc, sw.i)
+	}
+	if sw.st.p.sticky != nil {
+		stickyAnswer(sw, h)
 	}
 }
 
@@ -438,6 +535,9 @@ func steerEnd(sw *steerWriter) {
 
 // steerEnded is steerEnd for the requests it does not end itself.
 func steerEnded(sw *steerWriter) {
+	if sw.st.learnsAtEnd {
+		steerLearn(sw)
+	}
 	p := sw.st.p
 	code := sw.status
 	failed := code < len(p.s.failStatus) && p.s.failStatus[code] && sw.r.Context().Err() == nil

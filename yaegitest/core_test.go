@@ -16,7 +16,8 @@ import (
 	"github.com/traefik/yaegi/stdlib"
 )
 
-// coreDirs is what the interpreter needs to run the driver over core.
+// coreDirs is what the interpreter needs to run the driver over core and
+// package sticky.
 var coreDirs = []string{"core", "sticky", "yaegitest/driver"}
 
 type runFunc = func(strategy, mode, opts, backends string, steps int, update bool) ([]int, string)

@@ -16,7 +16,7 @@ import (
 )
 
 // pluginDirs is what Traefik's GOPATH holds for the plugin.
-var pluginDirs = []string{"core", "traefikplugin"}
+var pluginDirs = []string{"core", "sticky", "traefikplugin"}
 
 const pluginImport = modulePath + "/traefikplugin"
 
