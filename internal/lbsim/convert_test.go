@@ -228,7 +228,7 @@ func TestConvertJSONTLS(t *testing.T) {
 // converted sticky configuration, and TestConvertSticky checks that it is
 // sticky it refuses; once they do, the test fails until this is true, and
 // then requires the JSON.
-const caddyHasSticky = false
+const caddyHasSticky = true
 
 // TestConvertSticky: sticky in its three forms, drain and route= go
 // through lbsim convert to every output: the Caddyfile and Traefik YAML
