@@ -139,6 +139,18 @@ type Config struct {
 	// and later) or "fnv" (Traefik v3.0.0 to v3.3.3).
 	CookieFormat string
 
+	// ReadAnswers, in steer mode, sends each answer through the plugin,
+	// which reads its status and time (for maxFails, failStatus and fair)
+	// and takes the service's sticky cookie out of it (the default). false
+	// lets the service's proxy write the answer straight to the client: a
+	// steered request then costs about what a middleware that only calls
+	// the next one costs, and streams as Traefik streams; the plugin
+	// learns only what the answer's headers show once it is sent (the
+	// service's sticky cookie, when it overrode the choice because it has
+	// the server down), so the service's own passiveHealthCheck and
+	// healthCheck must find failures. Not with fair, failStatus or sticky.
+	ReadAnswers bool
+
 	// Sticky binds clients to servers as nginx's sticky directive does
 	// (see sticky.go); off by default.
 	Sticky Sticky
@@ -249,6 +261,7 @@ func CreateConfig() *Config {
 		HealthCheck:     HealthCheck{Interval: "10s", Timeout: "5s", FollowRedirects: true},
 		PassHostHeader:  true,
 		FlushInterval:   "100ms",
+		ReadAnswers:     true,
 	}
 }
 
@@ -291,6 +304,9 @@ type settings struct {
 	format       string   // cookieFormat
 	rawURLs      []string // the servers' URLs as written: Traefik names its servers so
 	cookieValues []string
+	// unreadAnswers is readAnswers false: the service answers the client
+	// directly (blindSteerer).
+	unreadAnswers bool
 	// sticky is nginx's sticky directive (see sticky.go); nil when off.
 	sticky *stickySettings
 }
@@ -416,6 +432,11 @@ func parse(c *Config) (*settings, error) {
 	}
 	if s.failStatus, err = parseFailStatus(c.FailStatus, traits, c.MaxFails, s.steer); err != nil {
 		return nil, err
+	}
+	if !c.ReadAnswers {
+		if err := s.unread(c, traits); err != nil {
+			return nil, err
+		}
 	}
 	s.balancer = core.Config{
 		Strategy:   strategy,

@@ -173,6 +173,10 @@ func TestNewErrors(t *testing.T) {
 		{func(c *Config) { c.Mode, c.Cookie, c.ConnectTimeout = "steer", "lb", "1s" }, "connectTimeout: proxy mode only"},
 		{func(c *Config) { c.Mode, c.Cookie, c.ResponseTimeout = "steer", "lb", "1s" }, "responseTimeout: proxy mode only"},
 		{func(c *Config) { c.Mode, c.Cookie, c.MaxRetryBody = "steer", "lb", 10 }, "maxRetryBody: proxy mode only"},
+		{func(c *Config) { c.ReadAnswers = false }, "readAnswers false: steer mode only"},
+		{func(c *Config) { c.Mode, c.Cookie, c.ReadAnswers, c.Strategy = "steer", "lb", false, core.Fair }, "readAnswers false: strategy fair times every answer"},
+		{func(c *Config) { c.Mode, c.Cookie, c.ReadAnswers, c.FailStatus = "steer", "lb", false, []string{"503"} }, `failStatus "503": needs readAnswers`},
+		{func(c *Config) { c.Mode, c.Cookie, c.ReadAnswers, c.Sticky.Cookie.Name = "steer", "lb", false, "srv" }, "sticky: needs readAnswers"},
 		{func(c *Config) { c.Servers[0].URL = "h2c://10.0.0.1:80" }, `servers[0].url "h2c://10.0.0.1:80": scheme must be http or https (h2c only in steer mode, where Traefik connects)`},
 		{func(c *Config) { c.Mode, c.Cookie, c.Servers[0].URL = "steer", "lb", "ftp://10.0.0.1:80" }, `servers[0].url "ftp://10.0.0.1:80": scheme must be http, https or h2c`},
 	} {

@@ -13,7 +13,7 @@ import (
 var (
 	configKeys = []string{"strategy", "servers", "hashKey", "hashMode", "loadFactor", "stagger",
 		"twoChoices", "decayTime", "maxFails", "failTimeout", "slowStart", "failStatus", "retries", "maxRetryBody",
-		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat", "sticky"}
+		"connectTimeout", "responseTimeout", "healthCheck", "passHostHeader", "tls", "flushInterval", "trustedIPs", "mode", "cookie", "cookieFormat", "readAnswers", "sticky"}
 	serverKeys = []string{"url", "weight", "backup", "down", "maxConns", "route", "drain"}
 	healthKeys = []string{"path", "interval", "unhealthyInterval", "timeout", "method", "status", "hostname",
 		"headers", "port", "scheme", "followRedirects", "mode"}

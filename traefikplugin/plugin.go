@@ -158,6 +158,9 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 		if p.sticky != nil {
 			return &stickySteerer{st: newSteerer(p, next)}, nil
 		}
+		if s.unreadAnswers {
+			return &blindSteerer{st: newSteerer(p, next)}, nil
+		}
 		return newSteerer(p, next), nil
 	}
 	for i, t := range s.targets {

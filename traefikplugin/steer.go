@@ -106,6 +106,25 @@ func (s *settings) parseMode(c *Config) error {
 	return nil
 }
 
+// unread checks readAnswers false against the settings that need the
+// answers, and turns off steer mode's default failStatus, which no answer
+// read can apply.
+func (s *settings) unread(c *Config, traits core.Traits) error {
+	switch {
+	case !s.steer:
+		return errors.New("readAnswers false: steer mode only (in proxy mode the plugin is the proxy, and every answer goes through it)")
+	case traits.Times:
+		return fmt.Errorf("readAnswers false: strategy %s times every answer, which needs reading it", c.Strategy)
+	case len(c.FailStatus) > 0:
+		return fmt.Errorf("failStatus %q: needs readAnswers (each answer's status)", strings.Join(c.FailStatus, ","))
+	case s.sticky != nil:
+		return errors.New("sticky: needs readAnswers (the cookie goes on the answer, naming the server that gave it)")
+	}
+	s.failStatus = nil
+	s.unreadAnswers = true
+	return nil
+}
+
 // steerer is the middleware in steer mode.
 type steerer struct {
 	p     *Plugin
@@ -267,6 +286,74 @@ func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stickyServe(w, r, st, b, i, t)
+}
+
+// blindSteerer is the middleware in steer mode with readAnswers false:
+// the service writes the answer straight to the client (its own writer,
+// so Traefik flushes, hijacks and streams as without the plugin), and the
+// plugin looks at the answer's headers once it is sent. A request that
+// Traefik's retry middleware sends again is picked afresh: the plugin
+// never learns that its first pass failed, while the service's passive
+// health check has marked the server down and moves the request.
+type blindSteerer struct{ st *steerer }
+
+// ServeHTTP steers a request without reading its answer; the common case
+// (no key, nothing counted) has no deferred end, as in steerer.ServeHTTP.
+func (bs *blindSteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := bs.st
+	if !st.plain {
+		blindOther(w, r, st)
+		return
+	}
+	b := st.p.bal.Load().(*balancer)
+	i, _, t := core.Take(b.Balancer, "")
+	if i < 0 {
+		noServer(w, false)
+		return
+	}
+	steerCookie(r, st, i)
+	st.next.ServeHTTP(w, r)
+	if t != 0 || w.Header()["Set-Cookie"] != nil {
+		blindEnd(st, b, w, i, t)
+	}
+}
+
+// blindOther is blindSteerer's way for a request with a key to hash, or
+// counted in flight until its end (which a panic of the proxy's must not
+// skip).
+func blindOther(w http.ResponseWriter, r *http.Request, st *steerer) {
+	key := ""
+	if st.p.keyKind != keyNone {
+		key = requestKey(st.p.s, r)
+	}
+	b := st.p.bal.Load().(*balancer)
+	i, t := steerPick(b, key, nil)
+	if i < 0 {
+		noServer(w, false)
+		return
+	}
+	steerCookie(r, st, i)
+	defer blindEnd(st, b, w, i, t)
+	st.next.ServeHTTP(w, r)
+}
+
+// blindEnd ends a request steered to server i, whose answer w sent: a
+// success of the server that gave it, and, when the service's sticky
+// cookie in the answer shows that the service chose another server, a
+// failure of the one picked (the service has it down).
+func blindEnd(st *steerer, b *balancer, w http.ResponseWriter, i int, t core.Ticket) {
+	served := i
+	if sc := w.Header()["Set-Cookie"]; sc != nil {
+		served = servedBy(st, sc, i)
+	}
+	if served == i {
+		steerDone(st.p, b, i, t, 0, false)
+		return
+	}
+	steerDone(st.p, b, i, t, 0, true)
+	if served >= 0 {
+		steerDone(st.p, b, served, 0, 0, false)
+	}
 }
 
 // steerPick picks the server for a steered request, among those it has
@@ -502,11 +589,7 @@ func stripCookie(st *steerer, h http.Header, sc []string, picked int) int {
 		if keep == nil {
 			keep = append(make([]string, 0, len(sc)), sc[:k]...)
 		}
-		v := c[len(st.prefix):]
-		if j := strings.IndexByte(v, ';'); j >= 0 {
-			v = v[:j]
-		}
-		served = st.serverOf(v, picked)
+		served = st.serverOf(steerValue(st, c), picked)
 	}
 	if keep == nil {
 		return picked
@@ -517,6 +600,28 @@ func stripCookie(st *steerer, h http.Header, sc []string, picked int) int {
 		h["Set-Cookie"] = keep
 	}
 	return served
+}
+
+// servedBy returns the server the service's sticky cookie among the
+// Set-Cookie headers sc names: picked when there is none.
+func servedBy(st *steerer, sc []string, picked int) int {
+	served := picked
+	for _, c := range sc {
+		if strings.HasPrefix(c, st.prefix) {
+			served = st.serverOf(steerValue(st, c), picked)
+		}
+	}
+	return served
+}
+
+// steerValue returns the value of c, a Set-Cookie header of the service's
+// sticky cookie.
+func steerValue(st *steerer, c string) string {
+	v := c[len(st.prefix):]
+	if j := strings.IndexByte(v, ';'); j >= 0 {
+		v = v[:j]
+	}
+	return v
 }
 
 // steerEnd reports a steered request's end: its answer against the server

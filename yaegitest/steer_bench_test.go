@@ -62,6 +62,9 @@ func BenchmarkSteer(b *testing.B) {
 		{"ip_hash", "strategy: ip_hash\n"},
 		{"least_conn", "strategy: least_conn\n"},
 		{"fair", "strategy: fair\n"},
+		{"smooth_wrr_unread", "strategy: smooth_wrr\nreadAnswers: false\n"},
+		{"url_hash_unread", "strategy: url_hash\nreadAnswers: false\n"},
+		{"least_conn_unread", "strategy: least_conn\nreadAnswers: false\n"},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		settings, err := settingsMap("mode: steer\ncookie: lb\n" + c.doc + servers)
