@@ -86,13 +86,14 @@ func newFairState() *fairState {
 
 // fairEst is a backend's estimate as fair's picks read it (see observe),
 // replaced whole on every update so that a pick reads it with one load: e is the
-// latency estimate times the failure penalty in ns (0: unmeasured), wait
-// the cost of a request in flight ahead of a new one, in units of the
-// latency (1 to fairMaxWait), tie and near the factor and the fraction by
-// which scores must differ to count as different (in 1/fairUnit).
+// latency estimate times the failure penalty in ns (0: unmeasured), lat the
+// latency estimate alone, wait the cost of a request in flight ahead of a
+// new one, in units of the latency (1 to fairMaxWait), tie and near the
+// factor and the fraction by which scores must differ to count as
+// different (in 1/fairUnit).
 type fairEst struct {
-	e, wait   float64
-	tie, near int64
+	e, lat, wait float64
+	tie, near    int64
 }
 
 // unmeasured is the estimate of a backend with no answer yet.
@@ -113,16 +114,20 @@ func fold(g *group, s *fairState, lat int64, failed bool, now int64) {
 
 // putOffProbe sets the next probe (see fair) of the member of g whose
 // state is s, answered lat ns ago at now, by how much slower it is than
-// the fastest: when its estimate per unit of weight is r times the lowest
-// of the group's measured members and r is above fairTie, the probe rule
-// next gives it the pick DecayTime/4 * r/fairTie after this answer, at most
-// DecayTime after it. So probes cost the backends' clients about as much
-// latency a second whatever the backend's slowness (each costs about r
-// times the best latency), the estimate of a backend that gets nothing but
-// probes is at most DecayTime old, and one barely slower than the best,
-// which the best's load hands picks anyway, is probed as before. A member
-// picked since this request was sent, or an answer of -1 (a full batch:
-// the member is busy), needs nothing put off.
+// the fastest: when its latency estimate per unit of weight is r times the
+// lowest estimate (failure penalty included) of the group's measured
+// members and r is above fairTie, the probe rule next gives it the pick
+// DecayTime/4 * r/fairTie after this answer, at most DecayTime after it.
+// So probes cost the backends' clients about as much latency a second
+// whatever the backend's slowness (each costs about r times the best
+// latency), the estimate of a backend that gets nothing but probes is at
+// most DecayTime old, and one barely slower than the best, which the best's
+// load hands picks anyway, is probed as before. Its own failure penalty
+// does not count: a probe of a backend that fails fast costs no latency,
+// and one back from failures (restarted) must be found as soon as before,
+// its penalty relaxed by the successes of its probes. A member picked since
+// this request was sent, or an answer of -1 (a full batch: the member is
+// busy), needs nothing put off.
 func putOffProbe(g *group, s *fairState, lat, now int64) {
 	if lat < 0 || s.lastPick.Load() > now-lat {
 		return
@@ -141,7 +146,7 @@ func putOffProbe(g *group, s *fairState, lat, now int64) {
 	if w == 0 || best == fairInf {
 		return
 	}
-	r := s.est.Load().(*fairEst).e / float64(w) / best
+	r := s.est.Load().(*fairEst).lat / float64(w) / best
 	if r <= fairTie {
 		return
 	}
@@ -583,7 +588,7 @@ func observe(s *fairState, lat int64, failed bool, now, decay int64) bool {
 	}
 	s.penalty = p
 	s.stamp = now
-	s.est.Store(&fairEst{e: s.lat * p, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
+	s.est.Store(&fairEst{e: s.lat * p, lat: s.lat, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
 	s.mu.Unlock()
 	return due
 }

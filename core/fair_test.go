@@ -342,6 +342,44 @@ func TestFairProbePutOff(t *testing.T) {
 	}
 }
 
+// TestFairRestartedProbedSoon: a backend's failure penalty does not put
+// its probe off (see putOffProbe): one that refuses every request for
+// 1.5 s (failing in 0.1 ms: its penalty doubles with each) gets a request
+// within DecayTime/4 of its restart, as before probes were put off; put
+// off by its penalty, it waited up to DecayTime, and as long again after
+// each success that halved the penalty.
+func TestFairRestartedProbedSoon(t *testing.T) {
+	clock := newHCClock()
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: seededRandFunc(17)})
+	lat := jittered(18, 5*time.Millisecond)
+	start := clock.t
+	killed, restarted := start.Add(time.Second), start.Add(2500*time.Millisecond)
+	var back time.Time
+	penalty := 0.0
+	for clock.t.Before(restarted.Add(DefaultDecayTime)) {
+		fairLoop(t, b, clock, 10, 100, 0, func(i int, at time.Time) (time.Duration, bool) {
+			if i != 2 || at.Before(killed) {
+				return lat(), false
+			}
+			if at.Before(restarted) {
+				return 100 * time.Microsecond, true
+			}
+			if back.IsZero() {
+				back = at
+				x := b.members[2].state.fair.est.Load().(*fairEst)
+				penalty = x.e / x.lat
+			}
+			return lat(), false
+		})
+	}
+	if back.IsZero() || back.Sub(restarted) > DefaultDecayTime/fairProbeShare {
+		t.Errorf("restarted at %v, first picked at %v: want within DecayTime/4", restarted.Sub(start), back.Sub(start))
+	}
+	if penalty < 4*fairTie {
+		t.Errorf("penalty %v at the restart: the test wants one that would put the probe off", penalty)
+	}
+}
+
 // TestFairSlowAfterSilences is bench/e2e.sh's slow scenario as fair sees
 // it: runs of 5 s at four clients over five backends, one 10x slower,
 // separated by a minute of silence. After each silence the slow backend
