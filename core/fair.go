@@ -453,6 +453,14 @@ const (
 	// answer that does not confirm its estimate, so that an estimate from
 	// one unlucky answer is not kept for DecayTime/4 or longer.
 	fairFew = 4
+	// fairProbedV is v for a backend that answers one probe every
+	// DecayTime/4 and nothing else ((1-w)^2/(1-w^2) for w = e^(-1/4)): once
+	// a backend has answered more than fairFew times, its tie counts no more
+	// uncertainty than that, so that a backend whose probes are put off
+	// because it is slower (see putOffProbe), and whose estimate then rests
+	// on fewer answers' worth, does not win by a wider tie the picks it is
+	// drawn first for.
+	fairProbedV = 0.1244
 )
 
 // observe feeds one answer into fair's estimate of a backend, after the
@@ -570,7 +578,11 @@ func observe(s *fairState, lat int64, failed bool, now, decay int64) bool {
 		if e < 1 {
 			e = 1
 		}
-		q = fairSure * math.Sqrt(e*s.v)
+		v := s.v
+		if s.n > fairFew && v > fairProbedV {
+			v = fairProbedV
+		}
+		q = fairSure * math.Sqrt(e*v)
 		t += math.Sqrt(r) + q
 		if t > fairMaxTie {
 			t = fairMaxTie

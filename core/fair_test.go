@@ -598,6 +598,13 @@ func TestFairEWMA(t *testing.T) {
 		observe(q, int64(30*time.Millisecond), false, 1e9, decay)
 	}
 	near("tie after four equal answers", tie(), fairTie+fairSure/2.0)
+	// Answers a DecayTime apart, as to a backend whose probes are put off
+	// (v about 0.46): the tie counts the uncertainty of one probed every
+	// DecayTime/4 at most.
+	for k := 0; k < 5; k++ {
+		observe(q, int64(30*time.Millisecond), false, 1e9+int64(k+1)*decay, decay)
+	}
+	near("tie of answers a DecayTime apart", tie(), math.Round((fairTie+fairSure*math.Sqrt(fairProbedV))*fairUnit)/fairUnit)
 	// Answers 1 and 3 ms alike (cv 0.5), many at a high rate: v is
 	// (1-fairKeep)/(1+fairKeep), the tie fairTie + 0.5 + 3 sqrt(v).
 	for k := 0; k < 4000; k++ {
