@@ -359,7 +359,7 @@ scenario_line() {
 	span="$(sort -g -k7 "$work/srow$row.runs" | awk 'NR == 1 {lo = $7} {hi = $7} END {print lo " - " hi}')"
 	errs="$(awk '{s += $1; bad += $3 + $4 + $5} END {printf "%.1f%%", (s ? 100 * bad / s : 0)}' "$work/srow$row.runs")"
 	shares="$(awk '{ c[$1] += $2; t += $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
-		END { if (t == 0) { print "-"; exit } for (i = 1; i <= k; i++) printf "%s%.1f", (i > 1 ? " / " : ""), 100 * c[order[i]] / t }' "$work/srow$row.counts")"
+		END { if (t == 0) { print "-"; exit } for (i = 1; i <= k; i++) printf "%s%.2f", (i > 1 ? " / " : ""), 100 * c[order[i]] / t }' "$work/srow$row.counts")"
 	set -- $med
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scen" "$proxy" "$policy" "$6" "$7" "$span" "$errs" "$shares" >>"$work/scenarios.tsv"
 	printf '  %-13s %-22s p50 %6s ms  p99 %7s ms (%s)  errors %-6s %s\n' "$proxy" "$policy" "$6" "$7" "$span" "$errs" "$shares"
@@ -477,7 +477,7 @@ scenarios_part() {
 		echo "Five backends in one Go process (bench/cmd/backend), each serving 4 requests at a time (the others wait), answering in 5 ms;"
 		echo "backend e answers in 50 ms (slow) or with a 500 at once (failing). bench/cmd/rate sends $RATE requests/s for $SCENARIO_DURATION per run"
 		echo "(an open loop: latency counts from when a request was due), $ROUNDS rounds over all rows, the round with the median p99 shown (and the lowest and highest p99 of the rounds);"
-		echo "errors are answers other than 2xx and requests with no answer, over all rounds; shares are each backend's fraction of the requests, over all rounds."
+		echo "errors are answers other than 2xx and requests with no answer, over all rounds; shares are each backend's percentage of the requests (the warm-up request before each run included), over all rounds."
 		echo "The fast backends can serve 800 requests/s each, the slow one 80: an even split would give it 20% of $RATE."
 		echo "Proxies: Caddy $caddy_version built by $caddy_from (no retries; no health checks but in the row that says so);"
 		echo "$(nginx -v 2>&1 | sed 's/.*: //') least_conn (upstream keepalive 64, worker_processes auto, no zone); $(haproxy -v | head -1 | awk '{print "HAProxy " $3}') leastconn."
