@@ -113,9 +113,10 @@ weight() {
 	fi
 }
 
-# Ports, 132 from BASE: BASE is the backends' counts endpoint, BASE+1 to
-# BASE+100 the backends, BASE+101.. nginx, BASE+111.. HAProxy, BASE+121..
-# Caddy.
+# Ports from BASE: BASE is the backends' counts endpoint, BASE+1 and up the
+# backends (100 in the throughput part, 5 in the scenarios), then 10 ports
+# for nginx, 10 for HAProxy and 10 for Caddy (see proxy_ports): 132 ports
+# for the throughput part, 36 for the scenarios alone.
 BASE="${BASE:-27000}"
 # HOST is the loopback address every process listens on: another than
 # 127.0.0.1 (127.0.0.2) keeps clear of other programs' outgoing connections,
@@ -123,9 +124,12 @@ BASE="${BASE:-27000}"
 HOST="${HOST:-127.0.0.1}"
 BACKEND_PORT=$((BASE + 1))
 CONTROL="$HOST:$BASE"
-NGINX_PORT=$((BASE + 101))
-HAPROXY_PORT=$((BASE + 111))
-CADDY_PORT=$((BASE + 121))
+# proxy_ports N: the proxies' first ports, after N backends.
+proxy_ports() {
+	NGINX_PORT=$((BACKEND_PORT + $1))
+	HAPROXY_PORT=$((NGINX_PORT + 10))
+	CADDY_PORT=$((HAPROXY_PORT + 10))
+}
 # free_ports PORT...: fail unless every port is free.
 free_ports() {
 	for p in "$@"; do
@@ -171,19 +175,22 @@ summarize() {
 }
 
 # start_caddy CONF ENTRY...: writes to CONF a Caddyfile with one site per
-# entry, on CADDY_PORT and up, each proxying to the caller's servers with
-# the entry's policy ("policy" or "policy|directive; directive..."), and
-# starts Caddy on it, adding it to the caller's proxy_pids.
+# entry, on CADDY_PORT and up, each proxying with the entry's policy
+# ("policy", "policy|directive; directive..." or
+# "policy|directives|upstream upstream...") to the entry's upstreams, or
+# else to the caller's servers, and starts Caddy on it, adding it to the
+# caller's proxy_pids.
 start_caddy() {
-	local conf="$1" port=$CADDY_PORT entry more
+	local conf="$1" port=$CADDY_PORT entry more ups
 	shift
 	{
 		printf '{\n  admin off\n  auto_https off\n  persist_config off\n  log {\n    level ERROR\n  }\n}\n'
 		for entry in "$@"; do
-			more=""
+			more="" ups="${servers[*]}"
 			[[ "$entry" == *"|"* ]] && more="${entry#*|}"
+			[[ "$more" == *"|"* ]] && { ups="${more#*|}"; more="${more%%|*}"; }
 			printf 'http://%s:%d {\n  bind %s\n  reverse_proxy %s {\n    lb_policy %s\n    %s\n  }\n}\n' \
-				"$HOST" "$port" "$HOST" "${servers[*]}" "${entry%%|*}" "${more//; /$'\n'    }"
+				"$HOST" "$port" "$HOST" "$ups" "${entry%%|*}" "${more//; /$'\n'    }"
 			port=$((port + 1))
 		done
 	} >"$conf"
@@ -211,6 +218,7 @@ run_rows() {
 }
 
 throughput_part() {
+	proxy_ports 100
 	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 99))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) \
 		$(seq "$HAPROXY_PORT" $((HAPROXY_PORT + 2))) $(seq "$CADDY_PORT" $((CADDY_PORT + 9)))
 	"$work/backend" -n 100 -host "$HOST" -port "$BACKEND_PORT" -control "$CONTROL" &
@@ -343,23 +351,58 @@ rate_once() {
 }
 
 # scenario_line SCENARIO ROW PROXY POLICY: the round with the median p99,
-# errors and shares over all rounds.
+# the lowest and highest p99 of the rounds, errors and shares over all
+# rounds.
 scenario_line() {
-	local scen="$1" row="$2" proxy="$3" policy="$4" med errs shares
+	local scen="$1" row="$2" proxy="$3" policy="$4" med span errs shares
 	med="$(sort -g -k7 "$work/srow$row.runs" | awk '{l[NR] = $0} END {print l[int((NR + 1) / 2)]}')"
+	span="$(sort -g -k7 "$work/srow$row.runs" | awk 'NR == 1 {lo = $7} {hi = $7} END {print lo " - " hi}')"
 	errs="$(awk '{s += $1; bad += $3 + $4 + $5} END {printf "%.1f%%", (s ? 100 * bad / s : 0)}' "$work/srow$row.runs")"
 	shares="$(awk '{ c[$1] += $2; t += $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
-		END { if (t == 0) { print "-"; exit } for (i = 1; i <= k; i++) printf "%s%.1f", (i > 1 ? " / " : ""), 100 * c[order[i]] / t }' "$work/srow$row.counts")"
+		END { if (t == 0) { print "-"; exit } for (i = 1; i <= k; i++) printf "%s%.2f", (i > 1 ? " / " : ""), 100 * c[order[i]] / t }' "$work/srow$row.counts")"
 	set -- $med
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scen" "$proxy" "$policy" "$6" "$7" "$errs" "$shares" >>"$work/scenarios.tsv"
-	printf '  %-13s %-22s p50 %6s ms  p99 %7s ms  errors %-6s %s\n' "$proxy" "$policy" "$6" "$7" "$errs" "$shares"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$scen" "$proxy" "$policy" "$6" "$7" "$span" "$errs" "$shares" >>"$work/scenarios.tsv"
+	printf '  %-13s %-22s p50 %6s ms  p99 %7s ms (%s)  errors %-6s %s\n' "$proxy" "$policy" "$6" "$7" "$span" "$errs" "$shares"
+}
+
+# scenario_nginx NAME PORT ENTRY...: writes $work/NAME.conf, an nginx
+# configuration with one upstream per entry ("directive|server server...",
+# the directive empty for round robin), each with upstream keepalive 64 and
+# no zone (each worker process keeps its own counts and times), served on
+# PORT and up.
+scenario_nginx() {
+	local name="$1" port="$2" entry d s
+	shift 2
+	{
+		echo "daemon off; worker_processes auto; pid $work/$name.pid; error_log $work/$name-error.log;"
+		echo "events { worker_connections 4096; }"
+		echo "http { access_log off;"
+		echo "  client_body_temp_path $work/$name-b; proxy_temp_path $work/$name-p; fastcgi_temp_path $work/$name-f; uwsgi_temp_path $work/$name-u; scgi_temp_path $work/$name-s;"
+		for entry in "$@"; do
+			d="${entry%%|*}"
+			echo "  upstream u$port {${d:+ $d;}"
+			for s in ${entry#*|}; do echo "    server $s;"; done
+			echo "    keepalive 64; }"
+			echo "  server { listen $HOST:$port; location / { proxy_pass http://u$port; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+			port=$((port + 1))
+		done
+		echo "}"
+	} >"$work/$name.conf"
 }
 
 scenarios_part() {
-	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) $(seq "$NGINX_PORT" $((NGINX_PORT + 2))) "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 4)))
+	local load_before
+	load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+	proxy_ports 5
+	free_ports $BASE $(seq "$BACKEND_PORT" $((BACKEND_PORT + 4))) $(seq "$NGINX_PORT" $((NGINX_PORT + 4))) "$HAPROXY_PORT" $(seq "$CADDY_PORT" $((CADDY_PORT + 5)))
 	: >"$work/scenarios.tsv"
-	local servers=() i scen bflags
+	local servers=() i scen bflags fast
 	for i in 0 1 2 3 4; do servers+=("$HOST:$((BACKEND_PORT + i))"); done
+	# The proxy's own cost, told apart from its policy's: each proxy also
+	# runs round robin over the four good backends alone, as a policy that
+	# knew which backend is bad from the start would.
+	fast="${servers[*]:0:4}"
+	local own="round robin over a-d (the proxy's own cost)"
 	for scen in slow failing; do
 		case "$scen" in
 		slow) bflags=(-delay 5ms -slow 5 -slow-delay 50ms -workers 4) ;;
@@ -373,46 +416,22 @@ scenarios_part() {
 		wait_port $((BACKEND_PORT + 4))
 		local proxy_pids=() rows=()
 
-		{
-			echo "daemon off; worker_processes auto; pid $work/nginx.pid; error_log $work/nginx-error.log;"
-			echo "events { worker_connections 4096; }"
-			echo "http { access_log off;"
-			echo "  client_body_temp_path $work/nb; proxy_temp_path $work/np; fastcgi_temp_path $work/nf; uwsgi_temp_path $work/nu; scgi_temp_path $work/ns;"
-			echo "  upstream lc { least_conn;"
-			for s in "${servers[@]}"; do echo "    server $s;"; done
-			echo "    keepalive 64; }"
-			echo "  server { listen $HOST:$NGINX_PORT; location / { proxy_pass http://lc; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
-			echo "}"
-		} >"$work/nginx-scenario.conf"
-		nginx -c "$work/nginx-scenario.conf" -e "$work/nginx-error.log" &
+		scenario_nginx nginx-scenario "$NGINX_PORT" "least_conn|${servers[*]}" "|$fast"
+		nginx -c "$work/nginx-scenario.conf" -e "$work/nginx-scenario-error.log" &
 		proxy_pids+=($!)
 		pids+=($!)
-		rows+=("nginx|least_conn|$NGINX_PORT")
+		rows+=("nginx|least_conn|$NGINX_PORT" "nginx|$own|$((NGINX_PORT + 1))")
 
-		# NGINX_LEAST_TIME's least_time, configured as the least_conn row is
-		# (no zone: each worker process keeps its own times and counts).
+		# NGINX_LEAST_TIME's least_time, configured as the least_conn row is,
+		# and its own cost as the other nginx's.
 		if [ -n "$NGINX_LEAST_TIME" ]; then
-			{
-				echo "daemon off; worker_processes auto; pid $work/nginx-lt.pid; error_log $work/nginx-lt-error.log;"
-				echo "events { worker_connections 4096; }"
-				echo "http { access_log off;"
-				echo "  client_body_temp_path $work/lb; proxy_temp_path $work/lp; fastcgi_temp_path $work/lf; uwsgi_temp_path $work/lu; scgi_temp_path $work/ls;"
-				port=$((NGINX_PORT + 1))
-				for lt in "header" "header inflight"; do
-					echo "  upstream lt$port { least_time $lt;"
-					for s in "${servers[@]}"; do echo "    server $s;"; done
-					echo "    keepalive 64; }"
-					echo "  server { listen $HOST:$port; location / { proxy_pass http://lt$port; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
-					rows+=("$lt_version|least_time $lt|$port")
-					port=$((port + 1))
-				done
-				echo "}"
-			} >"$work/nginx-least-time.conf"
-			"$NGINX_LEAST_TIME" -t -q -c "$work/nginx-least-time.conf" -e "$work/nginx-lt-error.log" ||
+			scenario_nginx nginx-least-time $((NGINX_PORT + 2)) "least_time header|${servers[*]}" "least_time header inflight|${servers[*]}" "|$fast"
+			"$NGINX_LEAST_TIME" -t -q -c "$work/nginx-least-time.conf" -e "$work/nginx-least-time-error.log" ||
 				{ echo "e2e: NGINX_LEAST_TIME $NGINX_LEAST_TIME refuses least_time (it needs nginx 1.31.0 or later)" >&2; exit 1; }
-			"$NGINX_LEAST_TIME" -c "$work/nginx-least-time.conf" -e "$work/nginx-lt-error.log" &
+			"$NGINX_LEAST_TIME" -c "$work/nginx-least-time.conf" -e "$work/nginx-least-time-error.log" &
 			proxy_pids+=($!)
 			pids+=($!)
+			rows+=("$lt_version|least_time header|$((NGINX_PORT + 2))" "$lt_version|least_time header inflight|$((NGINX_PORT + 3))" "$lt_version|$own|$((NGINX_PORT + 4))")
 		fi
 
 		{
@@ -425,22 +444,26 @@ scenarios_part() {
 		pids+=($!)
 		rows+=("HAProxy|leastconn|$HAPROXY_PORT")
 
-		# "policy|more reverse_proxy directives": the last row adds Caddy's
-		# passive health checks counting 5xx answers, which is how a Caddy
-		# user keeps a fast-failing upstream out.
-		local policies=("fair|" "weighted_least_conn|" "least_conn|" "random_choose 2|" "fair|fail_duration 10s; unhealthy_status 5xx") port pol more proxy
+		# "policy|more reverse_proxy directives|upstreams" (see start_caddy):
+		# the fifth row adds Caddy's passive health checks counting 5xx
+		# answers, which is how a Caddy user keeps a fast-failing upstream
+		# out; the last is Caddy's own cost.
+		local policies=("fair|" "weighted_least_conn|" "least_conn|" "random_choose 2|" "fair|fail_duration 10s; unhealthy_status 5xx" "round_robin||$fast") port pol more proxy
 		start_caddy "$work/Caddyfile-scenario" "${policies[@]}"
 		port=$CADDY_PORT
 		for pol in "${policies[@]}"; do
 			case "$pol" in fair* | weighted_least_conn*) proxy="Caddy+lbpack" ;; *) proxy="Caddy" ;; esac
 			more="${pol#*|}"
-			pol="${pol%%|*}${more:+, $more}"
+			case "$more" in
+			*"|"*) pol="$own" ;;
+			*) pol="${pol%%|*}${more:+, $more}" ;;
+			esac
 			rows+=("$proxy|$pol|$port")
 			port=$((port + 1))
 		done
 
-		wait_port "$NGINX_PORT"
-		[ -z "$NGINX_LEAST_TIME" ] || wait_port $((NGINX_PORT + 2))
+		wait_port $((NGINX_PORT + 1))
+		[ -z "$NGINX_LEAST_TIME" ] || wait_port $((NGINX_PORT + 4))
 		wait_port "$HAPROXY_PORT"
 		wait_port $((CADDY_PORT + ${#policies[@]} - 1)) || { tail -20 "$work/caddy.log" >&2; exit 1; }
 		rm -f "$work"/srow*.runs "$work"/srow*.counts
@@ -449,19 +472,21 @@ scenarios_part() {
 		stop "$backend_pid"
 	done
 	{
-		echo "Generated by \`PARTS=scenarios bench/e2e.sh\` on $(date -u +%Y-%m-%d): $(nproc) CPUs shared by the load generator, the proxies and the backends."
+		echo "Generated by \`${lt_version:+NGINX_LEAST_TIME=/path/to/${lt_version/\//-} }PARTS=scenarios bench/e2e.sh\` on $(date -u +%Y-%m-%d): $(nproc) CPUs shared by the load generator, the proxies and the backends"
+		echo "(and whatever else runs on the machine: load average over 1, 5 and 15 minutes $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
 		echo "Five backends in one Go process (bench/cmd/backend), each serving 4 requests at a time (the others wait), answering in 5 ms;"
 		echo "backend e answers in 50 ms (slow) or with a 500 at once (failing). bench/cmd/rate sends $RATE requests/s for $SCENARIO_DURATION per run"
-		echo "(an open loop: latency counts from when a request was due), $ROUNDS rounds over all rows, the round with the median p99 shown;"
-		echo "errors are answers other than 2xx and requests with no answer, over all rounds; shares are each backend's fraction of the requests, over all rounds."
+		echo "(an open loop: latency counts from when a request was due), $ROUNDS rounds over all rows, the round with the median p99 shown (and the lowest and highest p99 of the rounds);"
+		echo "errors are answers other than 2xx and requests with no answer, over all rounds; shares are each backend's percentage of the requests (the warm-up request before each run included), over all rounds."
 		echo "The fast backends can serve 800 requests/s each, the slow one 80: an even split would give it 20% of $RATE."
 		echo "Proxies: Caddy $caddy_version built by $caddy_from (no retries; no health checks but in the row that says so);"
-		echo "$(nginx -v 2>&1 | sed 's/.*: //') least_conn (upstream keepalive 64); $(haproxy -v | head -1 | awk '{print "HAProxy " $3}') leastconn."
+		echo "$(nginx -v 2>&1 | sed 's/.*: //') least_conn (upstream keepalive 64, worker_processes auto, no zone); $(haproxy -v | head -1 | awk '{print "HAProxy " $3}') leastconn."
 		[ -z "$lt_version" ] || echo "$lt_version (NGINX_LEAST_TIME, configure arguments: $("$NGINX_LEAST_TIME" -V 2>&1 | sed -n 's/^configure arguments: *//p')): least_time header and least_time header inflight, configured as least_conn."
+		echo "\"$own\": the proxy with round robin over the four good backends alone, as a policy that knew the bad one would do: what is left of a row's p99 above it is its policy's cost."
 		echo
-		echo "| scenario | proxy | policy | p50 ms | p99 ms | errors | shares a / b / c / d / e |"
-		echo "|---|---|---|---:|---:|---:|---|"
-		awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$work/scenarios.tsv"
+		echo "| scenario | proxy | policy | p50 ms | p99 ms | p99 ms, rounds | errors | shares a / b / c / d / e |"
+		echo "|---|---|---|---:|---:|---:|---:|---|"
+		awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$work/scenarios.tsv"
 	} >"$work/scenarios.md"
 }
 

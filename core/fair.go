@@ -18,7 +18,8 @@ func init() {
 const DefaultDecayTime = 10 * time.Second
 
 // fairProbeShare: a backend not picked for DecayTime/fairProbeShare keeps
-// the pick when drawn first (the probe rule).
+// the pick when drawn first (the probe rule), or for longer when its last
+// answer put its probe off (see putOffProbe).
 const fairProbeShare = 4
 
 // fairScan is the largest group fair scores in whole: up to 8 backends
@@ -85,24 +86,76 @@ func newFairState() *fairState {
 
 // fairEst is a backend's estimate as fair's picks read it (see observe),
 // replaced whole on every update so that a pick reads it with one load: e is the
-// latency estimate times the failure penalty in ns (0: unmeasured), wait
-// the cost of a request in flight ahead of a new one, in units of the
-// latency (1 to fairMaxWait), tie and near the factor and the fraction by
-// which scores must differ to count as different (in 1/fairUnit).
+// latency estimate times the failure penalty in ns (0: unmeasured), lat the
+// latency estimate alone, wait the cost of a request in flight ahead of a
+// new one, in units of the latency (1 to fairMaxWait), tie and near the
+// factor and the fraction by which scores must differ to count as
+// different (in 1/fairUnit).
 type fairEst struct {
-	e, wait   float64
-	tie, near int64
+	e, lat, wait float64
+	tie, near    int64
 }
 
 // unmeasured is the estimate of a backend with no answer yet.
 var unmeasured = &fairEst{}
 
 // fold feeds an answer to member state s of group g into its estimate (see
-// observe) and the new estimate to g's board.
+// observe) and the new estimate to g's board, and puts off the member's
+// next probe as its estimate says (see putOffProbe) unless observe made
+// it due at once.
 func fold(g *group, s *fairState, lat int64, failed bool, now int64) {
-	observe(s, lat, failed, now, g.decay)
+	if !observe(s, lat, failed, now, g.decay) {
+		putOffProbe(g, s, lat, now)
+	}
 	if g.board != nil {
 		refreshBoard(g)
+	}
+}
+
+// putOffProbe sets the next probe (see fair) of the member of g whose
+// state is s, answered lat ns ago at now, by how much slower it is than
+// the fastest: when its latency estimate per unit of weight is r times the
+// lowest estimate (failure penalty included) of the group's measured
+// members and r is above fairTie, the probe rule next gives it the pick
+// DecayTime/4 * r/fairTie after this answer, at most DecayTime after it.
+// So probes cost the backends' clients about as much latency a second
+// whatever the backend's slowness (each costs about r times the best
+// latency), the estimate of a backend that gets nothing but probes is at
+// most DecayTime old, and one barely slower than the best, which the best's
+// load hands picks anyway, is probed as before. Its own failure penalty
+// does not count: a probe of a backend that fails fast costs no latency,
+// and one back from failures (restarted) must be found as soon as before,
+// its penalty relaxed by the successes of its probes. A member picked since
+// this request was sent, or an answer of -1 (a full batch: the member is
+// busy), needs nothing put off.
+func putOffProbe(g *group, s *fairState, lat, now int64) {
+	if lat < 0 || s.lastPick.Load() > now-lat {
+		return
+	}
+	var w int
+	best := fairInf
+	for _, m := range g.members {
+		f := m.state.fair
+		if f == s {
+			w = m.weight
+		}
+		if e := f.est.Load().(*fairEst).e; e != 0 && e/float64(m.weight) < best {
+			best = e / float64(m.weight)
+		}
+	}
+	if w == 0 || best == fairInf {
+		return
+	}
+	r := s.est.Load().(*fairEst).lat / float64(w) / best
+	if r <= fairTie {
+		return
+	}
+	gap := float64(g.probe) * r / fairTie
+	if gap > float64(g.decay) {
+		gap = float64(g.decay)
+	}
+	if at := now + int64(gap) - g.probe; at > s.lastPick.Load() {
+		s.lastPick.Store(at) // a pick time to come: due at now + gap
 	}
 }
 
@@ -139,16 +192,20 @@ func fold(g *group, s *fairState, lat int64, failed bool, now int64) {
 //
 // No eligible backend is starved, and none is fed by count: the probe rule
 // gives the pick to the first candidate, whatever the scores, if it has not
-// been picked for DecayTime/4 (2.5 s by default). So every eligible backend
-// gets a request about every DecayTime/4 plus the picks it takes to draw
-// it (W/w on average, W the sum of the weights), its estimate never gets
-// much older than that, and a backend much slower than the others gets
-// those probes and little else (in lbsim's "slow" scenario under 0.1% of
-// requests, where every 16th pick going round gave it 1.4%). The probe
-// goes by weight, as the draw does: after a silence, when every backend
-// is due, or at a rate so low that one is due whenever drawn, the picks
-// still follow the weights (a probe rule looking at backend k mod n at
-// pick k took them round in turn there, whatever the weights).
+// been picked for DecayTime/4 (2.5 s by default), or, when its last answer
+// left it more than fairTie times slower than the fastest (per unit of
+// weight), for DecayTime/4 times that ratio over fairTie after that answer,
+// at most DecayTime (see putOffProbe). So every eligible backend gets a
+// request at least every DecayTime plus the picks it takes to draw it (W/w
+// on average, W the sum of the weights), its estimate never gets much
+// older than that, and a backend much slower than the others gets those
+// probes and little else, fewer the slower it is (a probe every DecayTime/4
+// whatever its slowness sent such a backend more requests than nginx's
+// least_time does: see docs/e2e.md). The probe goes by
+// weight, as the draw does: after a silence, when every backend is due, or
+// at a rate so low that one is due whenever drawn, the picks still follow
+// the weights (a probe rule looking at backend k mod n at pick k took them
+// round in turn there, whatever the weights).
 //
 // The candidates are drawn from the group's weight table (see weightedLook)
 // when it has one, from an alias table otherwise.
@@ -392,9 +449,18 @@ const (
 	fairMaxWait = 64
 	// fairFew: a backend whose estimate rests on fewer than fairFew
 	// answers' worth (v > 1/fairFew: its first answers, or the first after
-	// a silence of about DecayTime) is due for the probe at once, so that
-	// an estimate from one unlucky answer is not kept for DecayTime/4.
+	// a silence of about DecayTime) is due for the probe at once after an
+	// answer that does not confirm its estimate, so that an estimate from
+	// one unlucky answer is not kept for DecayTime/4 or longer.
 	fairFew = 4
+	// fairProbedV is v for a backend that answers one probe every
+	// DecayTime/4 and nothing else ((1-w)^2/(1-w^2) for w = e^(-1/4)): once
+	// a backend has answered more than fairFew times, its tie counts no more
+	// uncertainty than that, so that a backend whose probes are put off
+	// because it is slower (see putOffProbe), and whose estimate then rests
+	// on fewer answers' worth, does not win by a wider tie the picks it is
+	// drawn first for.
+	fairProbedV = 0.1244
 )
 
 // observe feeds one answer into fair's estimate of a backend, after the
@@ -429,11 +495,15 @@ const (
 //     and the peers' mean as a first answer's prior, let one unlucky
 //     estimate keep a backend out), while one 10 times slower loses even
 //     on its first answer;
-//   - while v is above 1/fairFew, each success makes the probe rule due for
-//     the backend (its lastPick is set back), and each answer goes in at
-//     once (no batch), so its first answers, or its first after a silence,
-//     come one after the other, and the estimate an unlucky answer left
-//     does not stand for DecayTime/4;
+//   - while v is above 1/fairFew, each success that does not confirm the
+//     estimate before it (a first answer, or one further from it than its
+//     tie) makes the probe rule due for the backend (its lastPick is set
+//     back; observe then returns true), and each answer goes in at once (no
+//     batch), so its first answers, or its first after a silence, come one
+//     after the other until they agree, and the estimate an unlucky answer
+//     left does not stand for DecayTime/4; an answer that confirms it (a
+//     slow backend's, slow again after a silence) leaves the probe rule as
+//     it was;
 //   - a failure doubles the penalty, up to fairMaxPenalty, and raises lat to
 //     its latency if that is higher: a failure never makes a backend look
 //     faster.
@@ -442,7 +512,7 @@ const (
 // latency seen times 1024), and after a long silence w is 0: the next
 // success is the new latency estimate. A function, not a method, as the
 // pick path's helpers are.
-func observe(s *fairState, lat int64, failed bool, now, decay int64) {
+func observe(s *fairState, lat int64, failed bool, now, decay int64) bool {
 	x := float64(lat)
 	if x < 1 {
 		x = 1 // a measured backend never scores as unmeasured
@@ -469,6 +539,13 @@ func observe(s *fairState, lat int64, failed bool, now, decay int64) {
 		el -= eb
 		mx, mq := float64(bs&fairSumMask)/float64(c), float64(bq)*(1<<(2*fairSqShift))/float64(c)
 		p = fairSuccesses(s, c, mx, mq, fairDecayWeight(eb, decay), p)
+	}
+	// Whether this answer confirms the estimate before it: within its
+	// tie, as scores count as equal.
+	known := false
+	if s.n > 0 && !failed && lat >= 0 {
+		t := float64(s.est.Load().(*fairEst).tie) / fairUnit
+		known = x*t >= s.lat && x <= s.lat*t
 	}
 	if !failed && lat >= 0 {
 		p = fairSuccesses(s, 1, x, x*x, fairDecayWeight(el, decay), p)
@@ -501,14 +578,19 @@ func observe(s *fairState, lat int64, failed bool, now, decay int64) {
 		if e < 1 {
 			e = 1
 		}
-		q = fairSure * math.Sqrt(e*s.v)
+		v := s.v
+		if s.n > fairFew && v > fairProbedV {
+			v = fairProbedV
+		}
+		q = fairSure * math.Sqrt(e*v)
 		t += math.Sqrt(r) + q
 		if t > fairMaxTie {
 			t = fairMaxTie
 		}
 	}
 	young := s.v*fairFew > 1
-	if young && !failed {
+	due := young && !failed && !known
+	if due {
 		s.lastPick.Store(now - decay/fairProbeShare) // the probe is due
 	}
 	if young {
@@ -518,8 +600,9 @@ func observe(s *fairState, lat int64, failed bool, now, decay int64) {
 	}
 	s.penalty = p
 	s.stamp = now
-	s.est.Store(&fairEst{e: s.lat * p, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
+	s.est.Store(&fairEst{e: s.lat * p, lat: s.lat, wait: k, tie: int64(t*fairUnit + 0.5), near: int64(q*fairUnit + 0.5)})
 	s.mu.Unlock()
+	return due
 }
 
 // fairDecayWeight is the share of the estimate an answer el ns after the

@@ -244,11 +244,12 @@ func TestFairSerialSharesWithNoisyLatency(t *testing.T) {
 }
 
 // TestFairNeverStarves: a backend 10x slower than four others gets the
-// probe of the staleness rule, one every DecayTime/4, and hardly anything
-// else (the every-16th exploration fed it 1/80 of the picks at any load).
-// With 20 clients (4 in flight per fast backend, here latency does not grow
-// with load), the better score of loaded fast backends does not always beat
-// fairTie: still under half of 1/80.
+// probe of the staleness rule, put off to one every DecayTime by its
+// slowness (see putOffProbe), and hardly anything else (the every-16th
+// exploration fed it 1/80 of the picks at any load). With 20 clients (4 in
+// flight per fast backend, here latency does not grow with load), the
+// better score of loaded fast backends does not always beat fairTie: still
+// under half of 1/80.
 func TestFairNeverStarves(t *testing.T) {
 	for _, clients := range []int{1, 8, 20} {
 		clock := newHCClock()
@@ -269,18 +270,144 @@ func TestFairNeverStarves(t *testing.T) {
 			return slow(), false
 		})
 		el := clock.t.Sub(start)
-		// Probes: one per DecayTime/4 (plus the first try); a pick to the
+		// Probes: one per DecayTime (plus the first try); a pick to the
 		// slow backend's turn (5 picks) comes soon after each is due.
-		probes := int(el/(DefaultDecayTime/4)) + 1
+		probes := int(el/DefaultDecayTime) + 1
 		if clients == 20 {
 			if share := float64(counts[4]) / picks; share > 1.0/160 || counts[4] < probes {
 				t.Errorf("%d clients: slow backend got %d of %d picks (%.2f%%), want %d probes at least and at most 1/160", clients, counts[4], picks, 100*share, probes)
 			}
 			continue
 		}
-		if counts[4] < probes*2/3 || counts[4] > probes+probes/2+1 || gap > DefaultDecayTime/4+time.Second {
-			t.Errorf("%d clients, %v: slow backend got %d of %d picks (%.2f%%), longest gap %v; want about %d probes, gap at most DecayTime/4 + 1s",
+		if counts[4] < probes*2/3 || counts[4] > probes+probes/2+1 || gap > DefaultDecayTime+time.Second {
+			t.Errorf("%d clients, %v: slow backend got %d of %d picks (%.2f%%), longest gap %v; want about %d probes, gap at most DecayTime + 1s",
 				clients, el.Round(time.Second), counts[4], picks, 100*float64(counts[4])/picks, gap, probes)
+		}
+	}
+}
+
+// TestFairProbePutOff: the probe of a backend that gets nothing else
+// comes DecayTime/4 * r/fairTie after its last answer, r its estimate over
+// the fastest's, at most DecayTime after it (see putOffProbe); one within
+// fairTie of the fastest is not put off (here it shares the picks by the
+// weighted draw). One client, a at 10 ms, b r times slower (both jittered
+// by 10%), two minutes: the median gap between b's picks once its first
+// answers are in.
+func TestFairProbePutOff(t *testing.T) {
+	probe := DefaultDecayTime / fairProbeShare
+	for _, c := range []struct {
+		r       float64
+		wantGap time.Duration // 0: not put off (b gets picks every few ms)
+	}{
+		{1.5, 0},
+		{4, probe * 2},
+		{6, probe * 3},
+		{10, DefaultDecayTime},
+		{40, DefaultDecayTime},
+	} {
+		clock := newHCClock()
+		b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now, Rand: seededRandFunc(11)})
+		fast, slow := jittered(12, 10*time.Millisecond), jittered(13, time.Duration(c.r*float64(10*time.Millisecond)))
+		var at []time.Time
+		end := clock.t.Add(2 * time.Minute)
+		for clock.t.Before(end) {
+			fairLoop(t, b, clock, 1, 100, 0, func(i int, now time.Time) (time.Duration, bool) {
+				if i == 0 {
+					return fast(), false
+				}
+				at = append(at, now)
+				return slow(), false
+			})
+		}
+		var gaps []time.Duration
+		for k := 4; k < len(at); k++ {
+			gaps = append(gaps, at[k].Sub(at[k-1]))
+		}
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+		if len(gaps) == 0 {
+			t.Fatalf("b %.1fx slower: %d picks in two minutes", c.r, len(at))
+		}
+		m := gaps[len(gaps)/2]
+		t.Logf("b %.1fx slower: median gap %v over %d picks", c.r, m, len(at))
+		if c.wantGap == 0 {
+			if m > probe/10 {
+				t.Errorf("b %.1fx slower: median gap between its picks %v, want it picked by the draw (under %v)", c.r, m, probe/10)
+			}
+			continue
+		}
+		// The estimates jitter by 10% and the pick waits for b's draw.
+		if lo, hi := c.wantGap*85/100, c.wantGap*115/100; m < lo || m > hi {
+			t.Errorf("b %.1fx slower: median gap between its picks %v over %d picks, want %v +- 15%%", c.r, m, len(at), c.wantGap)
+		}
+	}
+}
+
+// TestFairRestartedProbedSoon: a backend's failure penalty does not put
+// its probe off (see putOffProbe): one that refuses every request for
+// 1.5 s (failing in 0.1 ms: its penalty doubles with each) gets a request
+// within DecayTime/4 of its restart, as before probes were put off; put
+// off by its penalty, it waited up to DecayTime, and as long again after
+// each success that halved the penalty.
+func TestFairRestartedProbedSoon(t *testing.T) {
+	clock := newHCClock()
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1), Now: clock.now, Rand: seededRandFunc(17)})
+	lat := jittered(18, 5*time.Millisecond)
+	start := clock.t
+	killed, restarted := start.Add(time.Second), start.Add(2500*time.Millisecond)
+	var back time.Time
+	penalty := 0.0
+	for clock.t.Before(restarted.Add(DefaultDecayTime)) {
+		fairLoop(t, b, clock, 10, 100, 0, func(i int, at time.Time) (time.Duration, bool) {
+			if i != 2 || at.Before(killed) {
+				return lat(), false
+			}
+			if at.Before(restarted) {
+				return 100 * time.Microsecond, true
+			}
+			if back.IsZero() {
+				back = at
+				x := b.members[2].state.fair.est.Load().(*fairEst)
+				penalty = x.e / x.lat
+			}
+			return lat(), false
+		})
+	}
+	if back.IsZero() || back.Sub(restarted) > DefaultDecayTime/fairProbeShare {
+		t.Errorf("restarted at %v, first picked at %v: want within DecayTime/4", restarted.Sub(start), back.Sub(start))
+	}
+	if penalty < 4*fairTie {
+		t.Errorf("penalty %v at the restart: the test wants one that would put the probe off", penalty)
+	}
+}
+
+// TestFairSlowAfterSilences is bench/e2e.sh's slow scenario as fair sees
+// it: runs of 5 s at four clients over five backends, one 10x slower,
+// separated by a minute of silence. After each silence the slow backend
+// gets one probe, whose answer confirms the estimate (so nothing makes the
+// probe due again at once) and puts the next off by DecayTime (it took
+// several a run when every answer after a silence made the probe due until
+// the estimate rested on fairFew answers, and the probe came every
+// DecayTime/4).
+func TestFairSlowAfterSilences(t *testing.T) {
+	clock := newHCClock()
+	b := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1, 1, 1, 1), Now: clock.now, Rand: seededRandFunc(14)})
+	fast, slow := jittered(15, 5*time.Millisecond), jittered(16, 50*time.Millisecond)
+	answer := func(i int, _ time.Time) (time.Duration, bool) {
+		if i == 4 {
+			return slow(), false
+		}
+		return fast(), false
+	}
+	fairLoop(t, b, clock, 4, 4000, 0, answer) // the first run: its first answers
+	for run := 1; run <= 5; run++ {
+		clock.add(time.Minute)
+		start := clock.t
+		counts := fairLoop(t, b, clock, 4, 4000, 0, answer)
+		if el := clock.t.Sub(start); el < 4*time.Second || el > 6*time.Second {
+			t.Fatalf("run %d lasted %v, want about 5s", run, el)
+		}
+		if counts[4] != 1 {
+			t.Errorf("run %d after a minute's silence: the slow backend got %d of 4000 picks, want 1 (%v)", run, counts[4], counts)
 		}
 	}
 }
@@ -471,6 +598,13 @@ func TestFairEWMA(t *testing.T) {
 		observe(q, int64(30*time.Millisecond), false, 1e9, decay)
 	}
 	near("tie after four equal answers", tie(), fairTie+fairSure/2.0)
+	// Answers a DecayTime apart, as to a backend whose probes are put off
+	// (v about 0.46): the tie counts the uncertainty of one probed every
+	// DecayTime/4 at most.
+	for k := 0; k < 5; k++ {
+		observe(q, int64(30*time.Millisecond), false, 1e9+int64(k+1)*decay, decay)
+	}
+	near("tie of answers a DecayTime apart", tie(), math.Round((fairTie+fairSure*math.Sqrt(fairProbedV))*fairUnit)/fairUnit)
 	// Answers 1 and 3 ms alike (cv 0.5), many at a high rate: v is
 	// (1-fairKeep)/(1+fairKeep), the tie fairTie + 0.5 + 3 sqrt(v).
 	for k := 0; k < 4000; k++ {
@@ -676,13 +810,12 @@ func TestFairSharesUnderRealNoise(t *testing.T) {
 
 // TestFairSlowUnderRealNoise: under the same noise (see noisyLatency), a
 // backend 10 times slower than two others, or 150 ms slower, gets the probe
-// rule's picks (one per DecayTime/4), its first fairFew answers and a dozen
-// more (measured over 48 seeds at 10 clients, 5 ms, 10x: 13 more on
-// average, a heavy tail up to 85), one request at a time and at 10
-// clients; the two equal backends share the rest, each with at least 40%
-// of the picks. The bound on the extra picks holds the median over twelve
-// seeds, and every seed stays under 1% of the picks: with a tail that
-// heavy, three seeds alone passed or failed by luck.
+// rule's picks (one per DecayTime, put off by its slowness), its first
+// answers and a few more, one request at a time and at 10 clients; the two
+// equal backends share the rest, each with at least 40% of the picks. The
+// bound on the extra picks holds the median over twelve seeds (the noise
+// has a heavy tail: three seeds alone passed or failed by luck), and every
+// seed stays under 1% of the picks.
 func TestFairSlowUnderRealNoise(t *testing.T) {
 	for _, base := range []time.Duration{5 * time.Millisecond, 300 * time.Microsecond} {
 		for _, clients := range []int{1, 10} {
@@ -704,7 +837,7 @@ func TestFairSlowUnderRealNoise(t *testing.T) {
 						}
 						return l, false
 					})
-					probes := int(clock.t.Sub(start) / (DefaultDecayTime / 4))
+					probes := int(clock.t.Sub(start) / DefaultDecayTime)
 					most = probes/5 + 4*fairFew
 					if counts[1] < probes || counts[1] > probes+picks/100 || counts[0] < picks*4/10 || counts[2] < picks*4/10 {
 						t.Errorf("%v, %d clients, b %s, seed %d: picks %v; want b from %d (the probes) to %d, a and c at least 40%% each",
@@ -846,34 +979,57 @@ func TestFairWeightsAfterSilence(t *testing.T) {
 // as a new backend's first answers do: after 15 s without traffic a
 // backend that answered in 5 ms now answers in 20 ms, and ten answers later
 // its estimate is within 5% of 20 ms (what is left of the 5 ms before the
-// silence fades as the answers' count grows); its estimate is young (the probe due
-// after each answer) for its first fairFew answers, not for the hundred
-// that lowering v by fairKeep^2 an answer took (during which the probe rule
-// took the picks round in turn over any weights).
+// silence fades as the answers' count grows). Its estimate is young (each
+// answer goes in at once) for its first fairFew answers, not for the
+// hundred that lowering v by fairKeep^2 an answer took (during which the
+// probe rule took the picks round in turn over any weights); a young answer
+// that does not confirm the estimate before it (within its tie) makes the
+// probe due at once, the first 20 ms one among them, while one that does
+// (5 ms again, as before the silence) makes nothing due: the slow backend
+// of bench/e2e.sh took more probes after each silence for answers that
+// only said again what its estimate said.
 func TestFairYoungAfterSilence(t *testing.T) {
-	s := newFairState()
 	decay, ms := int64(DefaultDecayTime), int64(time.Millisecond)
-	now := int64(1)
-	for k := 0; k < 2000; k++ {
-		observe(s, 5*ms, false, now, decay)
-		now += 10 * ms
-	}
-	now += 15000 * ms
-	young := 0
-	for k := 0; k < 10; k++ {
-		observe(s, 20*ms, false, now, decay)
-		if s.folded.Load() == 0 { // young: the next answer goes in at once
-			young++
-			if due := now - s.lastPick.Load(); due < decay/fairProbeShare {
-				t.Fatalf("answer %d after the silence: young, yet the probe is not due (%v)", k+1, time.Duration(due))
-			}
+	for _, c := range []struct {
+		after            int64 // ms
+		minDue, maxDue   int
+		wantLat, wantTol float64 // ms
+	}{
+		{20, 1, fairFew, 20, 1},
+		{5, 0, 0, 5, 0.25},
+	} {
+		s := newFairState()
+		now := int64(1)
+		for k := 0; k < 2000; k++ {
+			observe(s, 5*ms, false, now, decay)
+			now += 10 * ms
 		}
-		now += 10 * ms
-	}
-	if young < 1 || young > fairFew {
-		t.Errorf("young for %d of the 10 answers after the silence, want 1 to %d", young, fairFew)
-	}
-	if e := s.est.Load().(*fairEst).e; math.Abs(e-float64(20*ms)) > 0.05*float64(20*ms) {
-		t.Errorf("estimate %v ten answers of 20ms after 15s of silence, want 20ms +- 5%%", time.Duration(e))
+		now += 15000 * ms
+		young, due := 0, 0
+		for k := 0; k < 10; k++ {
+			s.lastPick.Store(now - c.after*ms) // the pick this answers
+			observe(s, c.after*ms, false, now, decay)
+			if s.folded.Load() == 0 { // young: the next answer goes in at once
+				young++
+			}
+			if now-s.lastPick.Load() >= decay/fairProbeShare {
+				due++
+				if young == 0 {
+					t.Errorf("%d ms after the silence: answer %d makes the probe due, yet the estimate is not young", c.after, k+1)
+				}
+			} else if k == 0 && c.minDue > 0 {
+				t.Errorf("%d ms after the silence: the first answer does not make the probe due", c.after)
+			}
+			now += 10 * ms
+		}
+		if young < 1 || young > fairFew {
+			t.Errorf("%d ms after the silence: young for %d of the 10 answers, want 1 to %d", c.after, young, fairFew)
+		}
+		if due < c.minDue || due > c.maxDue {
+			t.Errorf("%d ms after the silence: the probe due after %d of the 10 answers, want %d to %d", c.after, due, c.minDue, c.maxDue)
+		}
+		if e := s.est.Load().(*fairEst).e / float64(ms); math.Abs(e-c.wantLat) > c.wantTol {
+			t.Errorf("estimate %.2f ms ten answers of %d ms after 15s of silence, want %v +- %v", e, c.after, c.wantLat, c.wantTol)
+		}
 	}
 }
