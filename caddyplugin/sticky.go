@@ -193,25 +193,11 @@ func (c *StickyCookie) compile(scheme string) (*sticky.Cookie, func(string) stri
 // sources parses the sources of a sticky option (what names it in errors);
 // upstream says whether the upstream's answer may be read.
 func sources(what string, in []string, upstream bool) ([]sticky.Source, error) {
-	out := make([]sticky.Source, 0, len(in))
-	for _, s := range in {
-		src, err := sticky.ParseSource(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: want query:NAME, cookie:NAME or header:NAME%s", what, s, upstreamWords(upstream))
-		}
-		if src.Upstream() && !upstream {
-			return nil, fmt.Errorf("%s %q: the request carries it, not the upstream's answer (want query:NAME, cookie:NAME or header:NAME)", what, s)
-		}
-		out = append(out, src)
+	out, _, err := sticky.ParseSources(in, upstream)
+	if err != nil {
+		return nil, fmt.Errorf("%s %v", what, err)
 	}
 	return out, nil
-}
-
-func upstreamWords(upstream bool) string {
-	if upstream {
-		return ", upstream_cookie:NAME or upstream_header:NAME"
-	}
-	return ""
 }
 
 // unmarshalSticky reads a `sticky` option, the dispenser on its name:

@@ -45,6 +45,30 @@ func ParseSource(s string) (Source, error) {
 	return Source{kind: kind, name: name}, nil
 }
 
+// ParseSources reads a list of sources for a host's setting; upstream
+// says whether sources of the upstream's answer may be in it (sticky
+// learn's create). On an error it returns the position of the entry at
+// fault, and an error that quotes the entry and says what the list takes,
+// for the host to prefix with the setting's name.
+func ParseSources(list []string, upstream bool) ([]Source, int, error) {
+	want := "query:NAME, cookie:NAME or header:NAME"
+	if upstream {
+		want = "query:NAME, cookie:NAME, header:NAME, upstream_cookie:NAME or upstream_header:NAME"
+	}
+	out := make([]Source, 0, len(list))
+	for k, v := range list {
+		src, err := ParseSource(strings.TrimSpace(v))
+		if err != nil {
+			return nil, k, fmt.Errorf("%q: want %s", v, want)
+		}
+		if src.Upstream() && !upstream {
+			return nil, k, fmt.Errorf("%q: the upstream's answer cannot name the request's backend; want %s", v, want)
+		}
+		out = append(out, src)
+	}
+	return out, -1, nil
+}
+
 // String returns the source as ParseSource reads it.
 func (s Source) String() string { return s.kind + ":" + s.name }
 

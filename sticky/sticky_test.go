@@ -171,6 +171,29 @@ func TestSources(t *testing.T) {
 	}
 }
 
+func TestParseSources(t *testing.T) {
+	for _, c := range []struct {
+		list     []string
+		upstream bool
+		at       int
+		err      string
+	}{
+		{[]string{"query:a", " cookie:b "}, false, -1, ""},
+		{[]string{"upstream_cookie:s", "header:x"}, true, -1, ""},
+		{[]string{"query:a", "arg:b"}, false, 1, `"arg:b": want query:NAME, cookie:NAME or header:NAME`},
+		{[]string{"upstream_header:x"}, false, 0, `"upstream_header:x": the upstream's answer cannot name the request's backend`},
+		{[]string{"x"}, true, 0, `"x": want query:NAME, cookie:NAME, header:NAME, upstream_cookie:NAME or upstream_header:NAME`},
+	} {
+		srcs, at, err := ParseSources(c.list, c.upstream)
+		if at != c.at || (err == nil) != (c.err == "") || err != nil && !strings.HasPrefix(err.Error(), c.err) {
+			t.Errorf("ParseSources(%q, %v) = %v, %d, %v; want at %d, %q", c.list, c.upstream, srcs, at, err, c.at, c.err)
+		}
+		if err == nil && len(srcs) != len(c.list) {
+			t.Errorf("ParseSources(%q): %d sources", c.list, len(srcs))
+		}
+	}
+}
+
 func TestValues(t *testing.T) {
 	// Computed independently (Python's hmac and hashlib).
 	for _, c := range []struct{ got, want string }{

@@ -271,25 +271,11 @@ func parseLearn(l StickyLearn) (*stickySettings, error) {
 // sources parses a list of sticky sources; upstream says whether the
 // upstream's answer may be one.
 func sources(key string, list []string, upstream bool) ([]sticky.Source, error) {
-	out := make([]sticky.Source, 0, len(list))
-	for k, v := range list {
-		src, err := sticky.ParseSource(strings.TrimSpace(v))
-		if err != nil {
-			return nil, fmt.Errorf("%s[%d] %q: want query:NAME, cookie:NAME or header:NAME%s", key, k, v, upstreamWords(upstream))
-		}
-		if src.Upstream() && !upstream {
-			return nil, fmt.Errorf("%s[%d] %q: the server's answer cannot name the request's server; want query:NAME, cookie:NAME or header:NAME", key, k, v)
-		}
-		out = append(out, src)
+	out, k, err := sticky.ParseSources(list, upstream)
+	if err != nil {
+		return nil, fmt.Errorf("%s[%d] %v", key, k, err)
 	}
 	return out, nil
-}
-
-func upstreamWords(upstream bool) string {
-	if upstream {
-		return ", upstream_cookie:NAME or upstream_header:NAME"
-	}
-	return ""
 }
 
 // stickyID is the sticky id request r carries: its cookie's value, its

@@ -165,16 +165,16 @@ func TestStickyErrors(t *testing.T) {
 		{func(c *Config) { c.Servers[1].Down, c.Servers[1].Drain = true, true }, "servers[1]: down and drain are one setting in nginx (the last written wins); set one"},
 		{func(c *Config) { c.Sticky.Route = []string{"arg:route"} }, `sticky.route[0] "arg:route": want query:NAME, cookie:NAME or header:NAME`},
 		{func(c *Config) { c.Sticky.Route = []string{"cookie:r", "cookie"} }, `sticky.route[1] "cookie": want query:NAME, cookie:NAME or header:NAME`},
-		{func(c *Config) { c.Sticky.Route = []string{"cookie:r", "upstream_cookie:r"} }, `sticky.route[1] "upstream_cookie:r": the server's answer cannot name the request's server; want query:NAME, cookie:NAME or header:NAME`},
+		{func(c *Config) { c.Sticky.Route = []string{"cookie:r", "upstream_cookie:r"} }, `sticky.route[1] "upstream_cookie:r": the upstream's answer cannot name the request's backend; want query:NAME, cookie:NAME or header:NAME`},
 		{func(c *Config) { c.Sticky.Learn.Lookup = []string{"cookie:s"} }, "sticky.learn.create: missing (where the servers' answers name a new session, such as upstream_cookie:NAME)"},
 		{func(c *Config) { c.Sticky.Learn.Create = []string{"upstream_cookie:s"} }, "sticky.learn.lookup: missing (where a request names its session, such as cookie:NAME)"},
 		{func(c *Config) { c.Sticky.Learn.Timeout = "1h" }, "sticky.learn.create: missing"},
 		{func(c *Config) {
 			c.Sticky.Learn = StickyLearn{Create: []string{"upstream_set_cookie:s"}, Lookup: []string{"cookie:s"}}
-		}, `sticky.learn.create[0] "upstream_set_cookie:s": want query:NAME, cookie:NAME or header:NAME, upstream_cookie:NAME or upstream_header:NAME`},
+		}, `sticky.learn.create[0] "upstream_set_cookie:s": want query:NAME, cookie:NAME, header:NAME, upstream_cookie:NAME or upstream_header:NAME`},
 		{func(c *Config) {
 			c.Sticky.Learn = StickyLearn{Create: []string{"upstream_cookie:s"}, Lookup: []string{"upstream_cookie:s"}}
-		}, `sticky.learn.lookup[0] "upstream_cookie:s": the server's answer cannot name the request's server; want query:NAME, cookie:NAME or header:NAME`},
+		}, `sticky.learn.lookup[0] "upstream_cookie:s": the upstream's answer cannot name the request's backend; want query:NAME, cookie:NAME or header:NAME`},
 		{func(c *Config) {
 			c.Sticky.Learn = StickyLearn{Create: []string{"upstream_cookie:s"}, Lookup: []string{"cookie:s"}, Timeout: "0s"}
 		}, `sticky.learn.timeout "0s": must be positive`},
