@@ -40,11 +40,10 @@ import (
 	"github.com/lbpack/lbpack/sticky"
 )
 
-// Ports of this test: the forward proxy playing the backends, and Caddy.
-const (
-	proxyAddr = "127.0.0.1:47150"
-	caddyAddr = "127.0.0.1:47151"
-)
+// Addresses of this test, on ports the system chooses (a fixed port in
+// the ephemeral range can be any connection's local port): the forward
+// proxy playing the backends, and Caddy.
+var proxyAddr, caddyAddr string
 
 const dataDir = "../../../conformance/testdata/sticky"
 
@@ -255,10 +254,11 @@ func (b *backends) release(id string) {
 
 func startBackends(t *testing.T) *backends {
 	b := &backends{dead: map[string]bool{}, gates: map[string]chan struct{}{}, arrived: make(chan string, 16)}
-	ln, err := net.Listen("tcp", proxyAddr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("the backends' proxy: %v", err)
 	}
+	proxyAddr = ln.Addr().String()
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
@@ -443,6 +443,7 @@ func TestReplayStickyRecordings(t *testing.T) {
 		t.Fatalf("no recordings in %s: %v", dataDir, err)
 	}
 	b := startBackends(t)
+	caddyAddr = freeAddr(t)
 	replayed, requests := 0, 0
 	var skipped []string
 	for _, file := range files {
@@ -500,4 +501,15 @@ func TestReplayStickyRecordings(t *testing.T) {
 	if replayed < 57 {
 		t.Errorf("replayed %d cases, want the 57 nginx and the converter take", replayed)
 	}
+}
+
+// freeAddr returns a loopback address whose port nothing listens on now,
+// for Caddy to listen on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
