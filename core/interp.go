@@ -90,11 +90,7 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	g := b.primary
 	switch g.table {
 	case tableSchedule:
-		if g.gate.Load() == 1 { // pickTable's read, inline
-			if g.watch.Load() == 0 {
-				return int(g.look[(g.cur.n.Add(1)-1)%g.lookLen]), noCount, noTicket
-			}
-		}
+		return takeSchedule(b, g, key)
 	case tableLeast:
 		return pickLeastSteady(b, g, true)
 	case tableTwo:
@@ -116,6 +112,18 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 // takeDraw is Take under random and weighted_random: pickTable's draw,
 // inline, with a ticket of 0 (these count nothing, and a steady group has
 // no backend with failures to clear).
+// takeSchedule is Take for a schedule (smooth_wrr, gcd_wrr, round_robin):
+// pickTable's read, inline; a function of its own, so that the other
+// kinds' calls of Take do not pay for its values.
+func takeSchedule(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
+	if g.gate.Load() == 1 {
+		if g.watch.Load() == 0 {
+			return int(g.look[(g.cur.n.Add(1)-1)%g.lookLen]), noCount, noTicket
+		}
+	}
+	return takeAny(b, key)
+}
+
 func takeDraw(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 	if g.gate.Load() < 1<<modeBits { // steady, inline: the gate is never negative
 		if g.watch.Load() == 0 {

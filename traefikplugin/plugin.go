@@ -366,18 +366,28 @@ func serveTable(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	b := p.bal.Load().(*balancer)
 	i, _, t := core.Take(b.Balancer, "") // no key: a table strategy, which counts nothing
 	// The proxy sends no body when ContentLength is 0, so only then is
-	// there none to keep for a retry.
-	if i < 0 || t != 0 || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, "", i, nil, t)
-		return
+	// there none to keep for a retry. The tests are nested: the
+	// interpreter computes a value for each part of a joined condition.
+	if t == 0 {
+		if i >= 0 {
+			if r.ContentLength != 0 {
+				if p.keepBody {
+					serveOther(w, r, p, b, "", i, nil, t)
+					return
+				}
+			}
+			// try's untracked case, inline, since the call would cost as
+			// much as the rest: a success while no failure was ever
+			// reported ends here, with no attempt made (b.failed implies
+			// p.failures).
+			p.proxies[i].ServeHTTP(w, r)
+			if p.pending.Load() != 0 || b.failed {
+				end(w, r, p, b, "", i)
+			}
+			return
+		}
 	}
-	// try's untracked case, inline, since the call would cost as much as
-	// the rest: a success while no failure was ever reported ends here,
-	// with no attempt made (b.failed implies p.failures).
-	p.proxies[i].ServeHTTP(w, r)
-	if p.pending.Load() != 0 || b.failed {
-		end(w, r, p, b, "", i)
-	}
+	serveOther(w, r, p, b, "", i, nil, t)
 }
 
 // serveKeyed is serveTable for the other strategies: the hash strategies,
@@ -393,14 +403,24 @@ func serveKeyed(w http.ResponseWriter, r *http.Request, p *Plugin) {
 		key = otherKey(p.s, r)
 	}
 	i, n, t := core.Take(b.Balancer, key)
-	if i < 0 || n != nil || t != 0 || r.ContentLength != 0 && p.keepBody {
-		serveOther(w, r, p, b, key, i, n, t)
-		return
+	if t == 0 { // nested tests, as in serveTable
+		if n == nil {
+			if i >= 0 {
+				if r.ContentLength != 0 {
+					if p.keepBody {
+						serveOther(w, r, p, b, key, i, n, t)
+						return
+					}
+				}
+				p.proxies[i].ServeHTTP(w, r)
+				if p.pending.Load() != 0 || b.failed {
+					end(w, r, p, b, key, i)
+				}
+				return
+			}
+		}
 	}
-	p.proxies[i].ServeHTTP(w, r)
-	if p.pending.Load() != 0 || b.failed {
-		end(w, r, p, b, key, i)
-	}
+	serveOther(w, r, p, b, key, i, n, t)
 }
 
 // serveCounted serves a request the balancer counts in flight under a
