@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbpack/lbpack/conformance/stickydata"
 	"github.com/lbpack/lbpack/internal/nginxconf"
 )
 
@@ -33,48 +34,13 @@ import (
 // file added to the interpreted plugin, swaps the dialer); the backend
 // answers with the recorded address it stands for.
 
-// The recordings' schema, the fields the replay reads.
-type recFamily struct {
-	Family string    `json:"family"`
-	Cases  []recCase `json:"cases"`
-}
-
-type recCase struct {
-	Name           string        `json:"name"`
-	Method         string        `json:"method"`
-	Sticky         string        `json:"sticky"`
-	Mode           string        `json:"mode"`
-	ExpiresSeconds *int64        `json:"expires_seconds"`
-	Upstream       string        `json:"upstream"`
-	Location       string        `json:"location"`
-	Servers        []recServer   `json:"servers"`
-	Requests       []recExchange `json:"requests"`
-}
-
-type recServer struct {
-	Address   string `json:"address"`
-	Weight    int    `json:"weight"`
-	Down      bool   `json:"down"`
-	Drain     bool   `json:"drain"`
-	Backup    bool   `json:"backup"`
-	Route     string `json:"route"`
-	MaxConns  int    `json:"max_conns"`
-	Listening bool   `json:"listening"`
-}
-
-type recExchange struct {
-	Method        string   `json:"method"`
-	Target        string   `json:"target"`
-	Headers       []string `json:"headers"`
-	PauseBeforeMS int      `json:"pause_before_ms"`
-	Held          bool     `json:"held"`
-	ReleaseBefore []int    `json:"release_before"`
-	Answer        struct {
-		Status    int      `json:"status"`
-		Backend   string   `json:"backend"`
-		SetCookie []string `json:"set_cookie"`
-	} `json:"answer"`
-}
+// The recordings' schema (conformance/testdata/sticky/README.md).
+type (
+	recFamily   = stickydata.Family
+	recCase     = stickydata.Case
+	recServer   = stickydata.Server
+	recExchange = stickydata.Exchange
+)
 
 // notReplayed are the recorded cases with requests that the plugin does
 // not replay, and why. The ones marked converted are replayed from the

@@ -36,6 +36,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/lbpack/lbpack/caddyplugin"
+	"github.com/lbpack/lbpack/conformance/stickydata"
 	"github.com/lbpack/lbpack/internal/nginxconf"
 	"github.com/lbpack/lbpack/sticky"
 )
@@ -47,43 +48,12 @@ var proxyAddr, caddyAddr string
 
 const dataDir = "../../../conformance/testdata/sticky"
 
-// The recordings' schema (conformance/testdata/sticky/README.md), the parts
-// the replay reads.
-type family struct {
-	Family string       `json:"family"`
-	Cases  []stickyCase `json:"cases"`
-}
-
-type stickyCase struct {
-	Name           string            `json:"name"`
-	ExpiresSeconds *int64            `json:"expires_seconds"`
-	Upstream       string            `json:"upstream"`
-	Location       string            `json:"location"`
-	Servers        []server          `json:"servers"`
-	ConfigTest     struct{ OK bool } `json:"config_test"`
-	Requests       []exchange        `json:"requests"`
-}
-
-type server struct {
-	Address   string `json:"address"`
-	Listening bool   `json:"listening"`
-}
-
-type exchange struct {
-	Method        string   `json:"method"`
-	Target        string   `json:"target"`
-	Headers       []string `json:"headers"`
-	PauseBeforeMS int      `json:"pause_before_ms"`
-	Held          bool     `json:"held"`
-	ReleaseBefore []int    `json:"release_before"`
-	Answer        struct {
-		Status       int      `json:"status"`
-		Backend      string   `json:"backend"`
-		UpstreamAddr string   `json:"upstream_addr"`
-		SetCookie    []string `json:"set_cookie"`
-		Date         string   `json:"date"`
-	} `json:"answer"`
-}
+// The recordings' schema (conformance/testdata/sticky/README.md).
+type (
+	family     = stickydata.Family
+	stickyCase = stickydata.Case
+	exchange   = stickydata.Exchange
+)
 
 // notReplayed says why a case cannot go through Caddy, "" when it can:
 // nginx refused its configuration (no answers recorded), or lbpack's
