@@ -101,10 +101,13 @@ var unmeasured = &fairEst{}
 
 // fold feeds an answer to member state s of group g into its estimate (see
 // observe) and the new estimate to g's board, and puts off the member's
-// next probe as its estimate says (see putOffProbe) unless observe made
-// it due at once.
+// next probe as its estimate says (see putOffProbe) after a success that
+// observe did not make the probe due at once for. A failure puts nothing
+// off: its time (a refused connection's, a retry's wait) is no latency of
+// the backend's, and a backend that fails must be found again as soon as
+// it is back.
 func fold(g *group, s *fairState, lat int64, failed bool, now int64) {
-	if !observe(s, lat, failed, now, g.decay) {
+	if !observe(s, lat, failed, now, g.decay) && !failed {
 		putOffProbe(g, s, lat, now)
 	}
 	if g.board != nil {
