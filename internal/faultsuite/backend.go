@@ -53,8 +53,14 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if want := r.Header.Get(SumHeader); want != "" || r.ContentLength > 0 {
+		b.mu.Lock()
+		srv := b.srv
+		b.mu.Unlock()
 		h := sha256.New()
 		_, err := io.Copy(h, r.Body)
+		if err != nil && b.killedSince(srv) {
+			return // the kill cut the body: a request lost, not a damaged one
+		}
 		b.bodies.Add(1)
 		if err != nil || hex.EncodeToString(h.Sum(nil)) != want {
 			b.badBodies.Add(1)
@@ -79,6 +85,13 @@ func (b *Backend) Kill() {
 	if srv != nil {
 		srv.Close()
 	}
+}
+
+// killedSince reports whether the backend was killed since it ran as srv.
+func (b *Backend) killedSince(srv *http.Server) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srv != srv
 }
 
 // Restart starts the backend again on its address.
