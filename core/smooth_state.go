@@ -24,8 +24,9 @@ type smoothState struct {
 	// strategies); it is used under mu only.
 	tied []int
 	// upTotal is the sum of the weights of the members that are not down,
-	// in units.
-	upTotal int64
+	// in units; allTotal of every member's, down and draining ones too
+	// (nginx's total_weight, which a bound pick's low limit reads).
+	upTotal, allTotal int64
 	// What the last pass says of itself, so that smooth_wrr can tell an
 	// unperturbed pass over a set of members from one that left nginx's
 	// steady orbit over it: clean is true when every member that took part
@@ -60,6 +61,7 @@ func newSmoothState(g *group) *smoothState {
 		s.weight[i] = m.weight
 		s.tag[i] = mix64(uint64(i) + 0x9e3779b97f4a7c15)
 		s.wunit[i] = int64(m.weight) * smoothUnit
+		s.allTotal += s.wunit[i]
 		if !m.down {
 			s.upTotal += int64(m.weight) * smoothUnit
 		}

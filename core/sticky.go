@@ -82,11 +82,7 @@ type boundCounter interface {
 // for only one bound request in a row; a run of them disturbs the unbound
 // sequence by about a round.
 func boundPass(s *smoothState, g *group, r *request, pos int) bool {
-	var all int64
-	for _, w := range s.wunit {
-		all += w
-	}
-	if s.current[pos] <= -(all - s.wunit[pos]) {
+	if s.current[pos] <= -(s.allTotal - s.wunit[pos]) {
 		return false
 	}
 	_, total := smoothAdd(s, g, r, nil)

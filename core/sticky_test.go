@@ -118,3 +118,27 @@ func ExamplePick_sticky() {
 	}
 	// Output: 10.0.0.1:80 10.0.0.3:80 10.0.0.2:80 10.0.0.1:80 10.0.0.3:80 10.0.0.1:80
 }
+
+// TestBoundLowLimit: nginx's low limit for a bound request counts every
+// configured weight, down and draining backends' too (total_weight), so
+// two bound requests in a row both run the pass here (c at -8 is above
+// -(11-2)); a limit over the backends up only (-(8-2)) would freeze the
+// second and the unbound picks after would be a b a a, not a a b a.
+func TestBoundLowLimit(t *testing.T) {
+	b := mustNew(t, Config{Strategy: SmoothWRR, Backends: []Backend{
+		{Address: "10.0.0.1:80", Weight: 5},
+		{Address: "10.0.0.2:80", Weight: 3},
+		{Address: "10.0.0.3:80", Weight: 2, Drain: true},
+		{Address: "10.0.0.4:80", Weight: 1, Down: true},
+	}})
+	c := b.ID(2)
+	var got []int
+	for _, id := range []string{c, c, "", "", "", ""} {
+		i, tk := Pick(b, "", Filter{Sticky: id})
+		Done(b, i, tk, 0, false)
+		got = append(got, i)
+	}
+	if want := []int{2, 2, 0, 0, 1, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("picks %v, want %v", got, want)
+	}
+}
