@@ -137,15 +137,13 @@ func takeDraw(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 // modulo modes, its maglev mode and ip_hash: pickTable's read, inline, a
 // function each (the hashing too, as crcString and ipHashFirst do it
 // interpreted), with a ticket of 0 (these count nothing, and a steady
-// group has no backend with failures to clear). The guard is steady's,
-// its conditions nested (see above; the gate is never negative).
+// group has no backend with failures to clear). The guard is
+// hashSteady's.
 func takeCRC(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 	if key != "" {
-		if g.gate.Load() < 1<<modeBits {
-			if g.watch.Load() == 0 {
-				if i := int(g.look[crcString(key)>>g.lookShift]); i >= 0 {
-					return i, noCount, noTicket
-				}
+		if g.watch.Load() == 0 {
+			if i := int(g.look[crcString(key)>>g.lookShift]); i >= 0 {
+				return i, noCount, noTicket
 			}
 		}
 	}
@@ -154,11 +152,9 @@ func takeCRC(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 
 func takeMaglev(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 	if key != "" {
-		if g.gate.Load() < 1<<modeBits {
-			if g.watch.Load() == 0 {
-				if i := int(g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]); i >= 0 { // slot(g, maglevKey(key))
-					return i, noCount, noTicket
-				}
+		if g.watch.Load() == 0 {
+			if i := int(g.look[(uint64(crcString(key))*hashP1>>32)*g.lookSize>>32]); i >= 0 { // slot(g, maglevKey(key))
+				return i, noCount, noTicket
 			}
 		}
 	}
@@ -166,11 +162,9 @@ func takeMaglev(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) 
 }
 
 func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
-	if g.gate.Load() < 1<<modeBits {
-		if g.watch.Load() == 0 {
-			if i := int(g.look[ipHashFirst(key)]); i >= 0 {
-				return i, noCount, noTicket
-			}
+	if g.watch.Load() == 0 {
+		if i := int(g.look[ipHashFirst(key)]); i >= 0 {
+			return i, noCount, noTicket
 		}
 	}
 	return takeAny(b, key)

@@ -9,9 +9,10 @@ package core
 // state, the bits above the count of unsteady members: ramping, or lowered
 // by failures) and watch (the count of members with failures, when any
 // member has max_fails; a word that stays 0 otherwise). steady, the one
-// guard, reads both; anything that makes a member ineligible or weigh other
-// than its configured weight moves one of them, and the full pick answers
-// until they read 0 again. A group with a member that has max_conns has no
+// guard, reads both (a hash strategy's table, which reads no weight of the
+// moment, watch alone: hashSteady); anything that makes a member
+// ineligible or weigh other than its configured weight moves one of them,
+// and the full pick answers until they read 0 again. A group with a member that has max_conns has no
 // table: only a look at that member's requests in flight tells whether it
 // may be picked.
 //
@@ -38,9 +39,20 @@ const (
 const noAnswer = -2
 
 // steady reports whether the group's table applies now, given its gate:
-// no member is unsteady and none can be out for failures.
+// no member is unsteady and none can be out for failures. A hash
+// strategy's table needs less (hashSteady).
 func steady(g *group, gate int64) bool {
 	return gate>>modeBits == 0 && g.watch.Load() == 0
+}
+
+// hashSteady reports whether a hash strategy's table (tableCRC,
+// tableMaglev, tableBounded, tableIPHash) applies now: no member can be out
+// for failures. A keyed pick reads no member's weight of the moment, so
+// the gate's unsteady members, which under a hash strategy are only
+// weights that failures lowered (these strategies refuse slow_start), do
+// not hold it back; the empty key's round robin does not read the table.
+func hashSteady(g *group) bool {
+	return g.watch.Load() == 0
 }
 
 // pickTable answers a pick with no caller's filter from the primary
@@ -49,18 +61,20 @@ func steady(g *group, gate int64) bool {
 // strategy are all primary, so a position there is a backend index.
 func pickTable(b *Balancer, key string) int {
 	g := b.primary
-	gate := g.gate.Load()
-	if g.table == tableNone || !steady(g, gate) {
+	if g.table == tableNone || !hashSteady(g) {
 		return noAnswer
 	}
 	var i int32
 	switch g.table {
 	case tableSchedule:
-		if gate != 1 {
+		if g.gate.Load() != 1 { // steady, in the schedule's mode
 			return noAnswer
 		}
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	case tableDraw:
+		if !steady(g, g.gate.Load()) {
+			return noAnswer
+		}
 		return int(g.look[b.rand()%g.lookLen])
 	case tableCRC:
 		if key == "" {
