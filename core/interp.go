@@ -88,9 +88,13 @@ type nameProbe struct{}
 // with Filter.Sticky.
 func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 	g := b.primary
-	switch g.table {
+	switch g.table { // each case tried costs the interpreter a value
 	case tableSchedule:
 		return takeSchedule(b, g, key)
+	case tableIPHash:
+		return takeIPHash(b, g, key)
+	case tableCRC:
+		return takeCRC(b, g, key)
 	case tableLeast:
 		return pickLeastSteady(b, g, true)
 	case tableTwo:
@@ -99,12 +103,8 @@ func Take(b *Balancer, key string) (int, *atomic.Int64, Ticket) {
 		return pickFairSteady(b, g, true)
 	case tableDraw:
 		return takeDraw(b, g, key)
-	case tableCRC:
-		return takeCRC(b, g, key)
 	case tableMaglev:
 		return takeMaglev(b, g, key)
-	case tableIPHash:
-		return takeIPHash(b, g, key)
 	}
 	return takeAny(b, key)
 }
