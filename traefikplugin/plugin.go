@@ -159,7 +159,7 @@ func New(ctx context.Context, next http.Handler, cfg *Config, name string) (http
 			return &stickySteerer{st: newSteerer(p, next)}, nil
 		}
 		if s.unreadAnswers {
-			return &blindSteerer{st: newSteerer(p, next)}, nil
+			return newBlindSteerer(p, next), nil
 		}
 		return newSteerer(p, next), nil
 	}

@@ -218,6 +218,12 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 		tried = st.triedBy(r)
 	}
 	b := st.p.bal.Load().(*balancer)
+	if tried == nil {
+		if r.Header["Upgrade"] == nil {
+			steerTaken(w, r, st, b, key)
+			return
+		}
+	}
 	i, t := steerPick(b, key, tried)
 	if i < 0 {
 		noServer(w, tried != nil)
@@ -234,6 +240,26 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 	}
 	// Deferred: Traefik's proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
+	defer steerEnd(sw)
+	st.next.ServeHTTP(sw, r)
+}
+
+// steerTaken is steerOther for a request's first pass, not an upgrade:
+// picked by core.Take, which reads the strategy's table or steady arrays
+// where Pick would make the full pick, and which leaves a request it
+// counts in flight to the caller to count down (steerEnded: sw.n).
+func steerTaken(w http.ResponseWriter, r *http.Request, st *steerer, b *balancer, key string) {
+	i, n, t := core.Take(b.Balancer, key)
+	if i < 0 {
+		noServer(w, false)
+		return
+	}
+	steerCookie(r, st, i)
+	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, n: n, t: t, served: i}
+	if st.p.timed {
+		sw.start = time.Now()
+	}
+	// Deferred, as in steerOther.
 	defer steerEnd(sw)
 	st.next.ServeHTTP(sw, r)
 }
@@ -295,53 +321,94 @@ func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Traefik's retry middleware sends again is picked afresh: the plugin
 // never learns that its first pass failed, while the service's passive
 // health check has marked the server down and moves the request.
-type blindSteerer struct{ st *steerer }
+type blindSteerer struct {
+	st *steerer
+	// What the common case reads, flat (each selector costs the
+	// interpreter a value): st's plain, next and pairs, and the balancer,
+	// which in steer mode is the middleware's for its whole life (no
+	// health check of its own replaces it; markFailed rebinds the same).
+	plain bool
+	b     *core.Balancer
+	next  http.Handler
+	pairs []string
+}
+
+func newBlindSteerer(p *Plugin, next http.Handler) *blindSteerer {
+	st := newSteerer(p, next)
+	return &blindSteerer{st: st, plain: st.plain, b: p.bal.Load().(*balancer).Balancer, next: next, pairs: st.pairs}
+}
 
 // ServeHTTP steers a request without reading its answer; the common case
-// (no key, nothing counted) has no deferred end, as in steerer.ServeHTTP.
+// (no key, nothing counted) has no deferred end and sets the cookie
+// inline, as in steerer.ServeHTTP.
 func (bs *blindSteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := bs.st
-	if !st.plain {
-		blindOther(w, r, st)
+	if !bs.plain {
+		blindOther(w, r, bs.st, bs.b)
 		return
 	}
-	b := st.p.bal.Load().(*balancer)
-	i, _, t := core.Take(b.Balancer, "")
+	i, _, t := core.Take(bs.b, "")
 	if i < 0 {
 		noServer(w, false)
 		return
 	}
-	steerCookie(r, st, i)
-	st.next.ServeHTTP(w, r)
-	if t != 0 || w.Header()["Set-Cookie"] != nil {
-		blindEnd(st, b, w, i, t)
+	if r.Header["Cookie"] == nil { // steerCookie's common case
+		r.Header["Cookie"] = []string{bs.pairs[i]}
+	} else {
+		addCookie(r, bs.st, i)
+	}
+	bs.next.ServeHTTP(w, r)
+	if t != 0 {
+		blindEnd(bs.st, w, i, t)
+	} else if w.Header()["Set-Cookie"] != nil {
+		blindEnd(bs.st, w, i, t)
 	}
 }
 
 // blindOther is blindSteerer's way for a request with a key to hash, or
-// counted in flight until its end (which a panic of the proxy's must not
-// skip).
-func blindOther(w http.ResponseWriter, r *http.Request, st *steerer) {
+// counted in flight until its end.
+func blindOther(w http.ResponseWriter, r *http.Request, st *steerer, b *core.Balancer) {
 	key := ""
 	if st.p.keyKind != keyNone {
 		key = requestKey(st.p.s, r)
 	}
-	b := st.p.bal.Load().(*balancer)
-	i, t := steerPick(b, key, nil)
+	i, n, t := core.Take(b, key)
 	if i < 0 {
 		noServer(w, false)
 		return
 	}
 	steerCookie(r, st, i)
-	defer blindEnd(st, b, w, i, t)
+	if n != nil {
+		blindCounted(w, r, st, n, i, t)
+		return
+	}
 	st.next.ServeHTTP(w, r)
+	if t != 0 {
+		blindEnd(st, w, i, t)
+	} else if w.Header()["Set-Cookie"] != nil {
+		blindEnd(st, w, i, t)
+	}
+}
+
+// blindCounted lets the service serve a request that core.Take counted in
+// flight at server i (count n, ticket t), and counts it down however the
+// service's ServeHTTP ends: deferred, since Traefik's proxy aborts a
+// response that breaks off midway with a panic (http.ErrAbortHandler).
+func blindCounted(w http.ResponseWriter, r *http.Request, st *steerer, n *atomic.Int64, i int, t core.Ticket) {
+	defer n.Add(-1)
+	st.next.ServeHTTP(w, r)
+	if t != 0 {
+		blindEnd(st, w, i, t)
+	} else if w.Header()["Set-Cookie"] != nil {
+		blindEnd(st, w, i, t)
+	}
 }
 
 // blindEnd ends a request steered to server i, whose answer w sent: a
 // success of the server that gave it, and, when the service's sticky
 // cookie in the answer shows that the service chose another server, a
 // failure of the one picked (the service has it down).
-func blindEnd(st *steerer, b *balancer, w http.ResponseWriter, i int, t core.Ticket) {
+func blindEnd(st *steerer, w http.ResponseWriter, i int, t core.Ticket) {
+	b := st.p.bal.Load().(*balancer)
 	served := i
 	if sc := w.Header()["Set-Cookie"]; sc != nil {
 		served = servedBy(st, sc, i)
@@ -470,6 +537,7 @@ type steerWriter struct {
 	r      *http.Request
 	b      *balancer
 	i      int           // the server picked
+	n      *atomic.Int64 // the request's count in flight when core.Take counted it, which the end counts down
 	t      core.Ticket   // the pick's ticket
 	served int           // the server Traefik used; -1 when not one of the plugin's
 	status int           // the answer's status, once known
@@ -640,6 +708,9 @@ func steerEnd(sw *steerWriter) {
 
 // steerEnded is steerEnd for the requests it does not end itself.
 func steerEnded(sw *steerWriter) {
+	if sw.n != nil {
+		sw.n.Add(-1)
+	}
 	if sw.st.learnsAtEnd {
 		steerLearn(sw)
 	}

@@ -11,13 +11,16 @@ import (
 )
 
 // unreadProbeSource is added to the interpreted plugin: it reads a
-// blind steerer's requests in flight.
+// steerer's requests in flight, with readAnswers false or true.
 const unreadProbeSource = `package traefikplugin
 
 import "net/http"
 
-func BlindInFlight(h http.Handler, i int) int64 {
-	return h.(*blindSteerer).st.p.bal.Load().(*balancer).InFlight(i)
+func SteerInFlight(h http.Handler, i int) int64 {
+	if bs, ok := h.(*blindSteerer); ok {
+		return bs.st.p.bal.Load().(*balancer).InFlight(i)
+	}
+	return h.(*steerer).p.bal.Load().(*balancer).InFlight(i)
 }
 `
 
@@ -73,12 +76,18 @@ func TestSteerUnread(t *testing.T) {
 	}
 }
 
-// TestSteerUnreadCounted: a strategy that counts requests in flight
-// counts a blind steered request until the service has sent its answer,
-// and a hashed key keeps its server.
-func TestSteerUnreadCounted(t *testing.T) {
+// TestSteerCounted: a strategy that counts requests in flight counts a
+// steered request until the service has sent its answer, whether the
+// plugin reads the answers or not, and a hashed key keeps its server.
+func TestSteerCounted(t *testing.T) {
+	for _, read := range []string{"false", "true"} {
+		t.Run("readAnswers_"+read, func(t *testing.T) { testSteerCounted(t, "readAnswers: "+read+"\n") })
+	}
+}
+
+func testSteerCounted(t *testing.T, mode string) {
 	l := loadPlugin(t, map[string]string{"zz_unread.go": unreadProbeSource})
-	inFlight := eval(t, l.i, "traefikplugin.BlindInFlight").(func(http.Handler, int) int64)
+	inFlight := eval(t, l.i, "traefikplugin.SteerInFlight").(func(http.Handler, int) int64)
 	svc := newStickyService("lb", sha256Cookie, steerURLs...)
 	release := make(chan struct{})
 	svc.answer = func(w http.ResponseWriter, r *http.Request, url string) {
@@ -87,7 +96,7 @@ func TestSteerUnreadCounted(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}
-	h := steerPlugin(t, l, steerDoc("readAnswers: false\nstrategy: least_conn\n", steerURLs), svc)
+	h := steerPlugin(t, l, steerDoc(mode+"strategy: least_conn\n", steerURLs), svc)
 	base, client := front(t, h)
 	done := make(chan struct{})
 	go func() {
@@ -129,7 +138,7 @@ func TestSteerUnreadCounted(t *testing.T) {
 		}
 	}
 
-	hashed := steerPlugin(t, l, steerDoc("readAnswers: false\nstrategy: url_hash\nhashKey: path\n", steerURLs), svc)
+	hashed := steerPlugin(t, l, steerDoc(mode+"strategy: url_hash\nhashKey: path\n", steerURLs), svc)
 	base, client = front(t, hashed)
 	for k := 0; k < 6; k++ {
 		do(t, client, "GET", base+"/user/"+string(rune('0'+k%2)), "")
