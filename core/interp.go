@@ -27,7 +27,7 @@ import (
 //     call per member;
 //   - hashing a key calls the standard library's compiled checksum and
 //     address parser where compiled code runs its own loops (crcString,
-//     ipHashFirst);
+//     ipHashParsed);
 //   - across the package, the pick path's helpers are functions with one
 //     result, not methods (a method call costs several function calls, a
 //     second result more); rare work is in functions of its own, so that
@@ -135,7 +135,7 @@ func takeDraw(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 
 // takeCRC, takeMaglev and takeIPHash are Take under url_hash's ketama and
 // modulo modes, its maglev mode and ip_hash: pickTable's read, inline, a
-// function each (the hashing too, as crcString and ipHashFirst do it
+// function each (the hashing too, as crcString and ipHashParsed do it
 // interpreted), with a ticket of 0 (these count nothing, and a steady
 // group has no backend with failures to clear). The guard is
 // hashSteady's.
@@ -163,7 +163,7 @@ func takeMaglev(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) 
 
 func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) {
 	if g.watch.Load() == 0 {
-		if i := int(g.look[ipHashFirst(key)]); i >= 0 {
+		if i := int(g.look[ipHashParsed(key)]); i >= 0 {
 			return i, noCount, noTicket
 		}
 	}
@@ -185,7 +185,7 @@ func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) 
 // frame and this one are all a pick costs) and their conditions flat.
 func pickLeastSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
 	i := noAnswer
-	if gate := g.gate.Load(); gate < 1<<modeBits { // steady(g, gate), inline: the gate is never negative
+	if gate := g.gate.Load(); gate < 1<<modeBits { // steady, inline: the gate is never negative
 		if g.watch.Load() == 0 {
 			if b.inflight != nil {
 				i = leastIdle(b, g, gate)
@@ -231,7 +231,7 @@ func pickLeastSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Tick
 // noAnswer: then it is takeAny's) with ticket t: it counts the request on
 // the backend and hands the backend's count back (takeTotal counts it over
 // all backends too, where the balancer keeps that count). A steady group
-// has no backend with failures to clear (see steady), so t says nothing of
+// has no backend with failures to clear (see table.go), so t says nothing of
 // failures. least_conn and fair ignore the key.
 func takeCounted(b *Balancer, i int, t Ticket) (int, *atomic.Int64, Ticket) {
 	if i < 0 {
@@ -255,14 +255,15 @@ func takeTotal(b *Balancer, i int, n *atomic.Int64, t Ticket) (int, *atomic.Int6
 }
 
 // pickFairSteady is fair's read of a steady group (so every member is
-// eligible at its configured weight), for Take (take true) and pickTable
-// (take false), at the pick's clock reading: pickFair's rules, in its
-// order, with nothing to check per member, over member positions and the
-// flat arrays. Take's pick goes to takeCounted with a ticket that carries
-// the clock reading; an unsteady group's answer is noAnswer (Take's:
-// takeAny's).
+// eligible at its configured weight), for Take (take true) and for Pick
+// and pickTable (take false), at the pick's clock reading: pickFair's
+// rules, in its order, with nothing to check per member, over member
+// positions and the flat arrays. The ticket carries the clock reading
+// (Take's pick goes to takeCounted with it; Pick begins the request with
+// it, reading the clock once); an unsteady group's answer is noAnswer
+// (Take's: takeAny's).
 func pickFairSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
-	if g.gate.Load() < 1<<modeBits { // steady(g, gate), inline
+	if g.gate.Load() < 1<<modeBits { // steady, inline
 		if g.watch.Load() == 0 {
 			now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline
 			if now == 0 {
@@ -280,10 +281,11 @@ func pickFairSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticke
 			}
 			g.picks[p].Store(now) // taken, inline
 			i := g.members[p].index
+			t := Ticket(now &^ ticketFlags)
 			if take {
-				return takeCounted(b, i, Ticket(now&^ticketFlags))
+				return takeCounted(b, i, t)
 			}
-			return i, noCount, noTicket
+			return i, noCount, t
 		}
 	}
 	if take {
@@ -317,19 +319,15 @@ func crcString(s string) uint32 {
 	return ^crcUpdate(0xffffffff, s)
 }
 
-// ipHashFirst returns nginx's first ip_hash hash of the client address key,
-// the index of ip_hash's table entry for it, or ipHashNone for a key the
-// table does not read. Compiled, it reads IPv4 addresses only (the full
-// pick reads the rest as cheaply). Interpreted, where a loop over the
-// characters costs microseconds and the standard library's parser one call,
-// it reads any address net.ParseIP reads: dotted IPv4 text as parseIPv4
-// reads it (no leading zeros, no zone), given in 16 bytes as
+// ipHashParsed returns nginx's first ip_hash hash of the client address
+// key, the index of ip_hash's table entry for it, or ipHashNone for a key
+// the table does not read: ipv4Hash's for the interpreter, where a loop
+// over the characters costs microseconds and the standard library's parser
+// one call. It reads any address net.ParseIP reads, dotted IPv4 text as
+// parseIPv4 reads it (no leading zeros, no zone), given in 16 bytes as
 // "::ffff:a.b.c.d" is, which is IPv6 text to nginx; IPv6 text has a ':',
 // IPv4 text none.
-func ipHashFirst(key string) int {
-	if !interpreted {
-		return ipv4Hash(key)
-	}
+func ipHashParsed(key string) int {
 	ip := net.ParseIP(key)
 	if len(ip) != net.IPv6len {
 		return ipHashNone
@@ -375,7 +373,7 @@ func ipv4Hash(key string) int {
 }
 
 // ipv6Hash is nginx's first hash of the IPv6 address ip (a function of its
-// own, so that ipHashFirst's frame does not carry its values).
+// own, so that ipHashParsed's frame does not carry its values).
 func ipv6Hash(ip net.IP) int {
 	return (ipHashInit*ipHashPow[net.IPv6len] + ipHashSum(ip)) % ipHashMod
 }
@@ -492,7 +490,7 @@ func tiedOrbit(b *Balancer, g *group) int {
 // noAnswer (Take's: takeAny's).
 func pickTwoSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
 	i := noAnswer
-	if g.gate.Load() < 1<<modeBits { // steady(g, gate), inline
+	if g.gate.Load() < 1<<modeBits { // steady, inline
 		if g.watch.Load() == 0 {
 			x := b.rand()
 			a := g.look[(x&0xffffffff)%g.lookLen]

@@ -58,7 +58,7 @@ func buildIPHash(g *group, c *Config) (strategy, error) {
 		s.byHash[h] = int32(walkFind(&ww, int64(h)%g.totalWeight))
 	}
 	if len(g.members) >= 2 {
-		// The table reaches past 6270, so that ipHashFirst can skip the
+		// The table reaches past 6270, so that ipHashParsed can skip the
 		// modulo (see ipv4Hi): entry h is entry h%6271.
 		look := lookIndices(g, s.byHash)
 		ext := make([]int32, ipHashNone+1)

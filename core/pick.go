@@ -85,7 +85,18 @@ func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 		}
 	}
 	if f.Allow == nil {
-		if i = pickTable(b, key); i != noAnswer {
+		if i = scheduleNext(b.primary); i != noAnswer {
+			if !b.counted {
+				return i, 0 // steady: no backend has failures to clear
+			}
+			return i, begin(b, i)
+		}
+		if b.primary.table == tableFair {
+			// fair's steady read takes the clock reading the ticket holds
+			if j, _, t := pickFairSteady(b, b.primary, false); j != noAnswer {
+				return j, beginAt(b, j, int64(t))
+			}
+		} else if i = pickTable(b, key); i != noAnswer {
 			if !b.counted {
 				return i, 0 // steady: no backend has failures to clear
 			}
@@ -103,7 +114,11 @@ func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 
 // begin counts a request to backend i in flight, when the balancer counts
 // them, and returns its ticket.
-func begin(b *Balancer, i int) Ticket {
+func begin(b *Balancer, i int) Ticket { return beginAt(b, i, 0) }
+
+// beginAt is begin with the clockNano reading of the pick, when the pick
+// read the clock (0 when it did not).
+func beginAt(b *Balancer, i int, now int64) Ticket {
 	if !b.counted {
 		// Failures matter only to a backend with max_fails: a success
 		// after them must reach Done to clear them.
@@ -118,7 +133,10 @@ func begin(b *Balancer, i int) Ticket {
 	b.counts[i].Add(1)
 	b.requests[i].Add(1)
 	if b.timed {
-		return Ticket(clockNano(b)&^ticketFlags | ticketCount)
+		if now == 0 {
+			now = clockNano(b)
+		}
+		return Ticket(now&^ticketFlags | ticketCount)
 	}
 	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
 		return 1 | ticketCount

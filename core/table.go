@@ -8,11 +8,13 @@ package core
 // applies: the schedule's gate (its low byte the mode of smooth_wrr's
 // state, the bits above the count of unsteady members: ramping, or lowered
 // by failures) and watch (the count of members with failures, when any
-// member has max_fails; a word that stays 0 otherwise). steady, the one
-// guard, reads both (a hash strategy's table, which reads no weight of the
-// moment, watch alone: hashSteady); anything that makes a member
-// ineligible or weigh other than its configured weight moves one of them,
-// and the full pick answers until they read 0 again. A group with a member that has max_conns has no
+// member has max_fails; a word that stays 0 otherwise). The group is
+// steady while the gate's count and watch read 0 (a schedule's table also
+// needs the mode that follows it: the gate reads 1); a hash strategy's
+// table, which reads no weight of the moment, needs watch alone
+// (hashSteady). Anything that makes a member ineligible or weigh other
+// than its configured weight moves one of them, and the full pick answers
+// until they read 0 again. A group with a member that has max_conns has no
 // table: only a look at that member's requests in flight tells whether it
 // may be picked.
 //
@@ -38,13 +40,6 @@ const (
 // full pick decides.
 const noAnswer = -2
 
-// steady reports whether the group's table applies now, given its gate:
-// no member is unsteady and none can be out for failures. A hash
-// strategy's table needs less (hashSteady).
-func steady(g *group, gate int64) bool {
-	return gate>>modeBits == 0 && g.watch.Load() == 0
-}
-
 // hashSteady reports whether a hash strategy's table (tableCRC,
 // tableMaglev, tableBounded, tableIPHash) applies now: no member can be out
 // for failures. A keyed pick reads no member's weight of the moment, so
@@ -61,18 +56,16 @@ func hashSteady(g *group) bool {
 // strategy are all primary, so a position there is a backend index.
 func pickTable(b *Balancer, key string) int {
 	g := b.primary
+	if g.table == tableSchedule {
+		return scheduleNext(g)
+	}
 	if g.table == tableNone || !hashSteady(g) {
 		return noAnswer
 	}
 	var i int32
 	switch g.table {
-	case tableSchedule:
-		if g.gate.Load() != 1 { // steady, in the schedule's mode
-			return noAnswer
-		}
-		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	case tableDraw:
-		if !steady(g, g.gate.Load()) {
+		if g.gate.Load()>>modeBits != 0 { // steady, watch read above
 			return noAnswer
 		}
 		return int(g.look[b.rand()%g.lookLen])
@@ -94,7 +87,11 @@ func pickTable(b *Balancer, key string) int {
 			return noAnswer
 		}
 	case tableIPHash:
-		i = g.look[ipHashFirst(key)]
+		if interpreted {
+			i = g.look[ipHashParsed(key)]
+		} else {
+			i = g.look[ipv4Hash(key)] // IPv4 only: the full pick reads the rest as cheaply
+		}
 	case tableLeast:
 		i, _, _ := pickLeastSteady(b, g, false)
 		return i
@@ -109,6 +106,16 @@ func pickTable(b *Balancer, key string) int {
 		return noAnswer
 	}
 	return int(i)
+}
+
+// scheduleNext is the schedule's next entry while the group is steady in
+// the schedule's mode, and noAnswer otherwise: pickTable's read for the
+// table strategies, small enough for the compiler to inline in Pick.
+func scheduleNext(g *group) int {
+	if g.table == tableSchedule && g.gate.Load() == 1 && g.watch.Load() == 0 {
+		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
+	}
+	return noAnswer
 }
 
 // underCap reports whether backend i of a bounded group is below its cap,
