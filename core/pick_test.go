@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -249,5 +250,70 @@ func TestTraitsOf(t *testing.T) {
 	}
 	if _, err := TraitsOf("nope", ""); err == nil {
 		t.Error("TraitsOf an unknown strategy: no error")
+	}
+}
+
+// BenchmarkRequest measures one request's pick and end as a host makes
+// them, Pick and then Done (when the ticket is not 0), for every strategy at 10 and 100 backends:
+// least_conn idle and with requests held in flight, fair with latencies
+// known and requests in flight. Against another tree, alternate the two
+// in rounds and compare the fastest rounds:
+//
+//	go test ./core -run '^$' -bench BenchmarkRequest -benchtime 150ms -count 1
+func BenchmarkRequest(b *testing.B) {
+	keys := benchKeys()
+	v4, _ := benchIPs()
+	none := make([]string, 4096)
+	for _, c := range []struct {
+		name, strategy, mode string
+		two, load            bool
+	}{
+		{"smooth_wrr", SmoothWRR, "", false, false},
+		{"gcd_wrr", GCDWRR, "", false, false},
+		{"round_robin", RoundRobin, "", false, false},
+		{"random", Random, "", false, false},
+		{"weighted_random", WeightedRandom, "", false, false},
+		{"least_conn_idle", LeastConn, "", false, false},
+		{"least_conn_loaded", LeastConn, "", false, true},
+		{"least_conn_two", LeastConn, "", true, true},
+		{"fair", Fair, "", false, true},
+		{"url_hash_ketama", URLHash, HashKetama, false, false},
+		{"url_hash_maglev", URLHash, HashMaglev, false, false},
+		{"url_hash_bounded", URLHash, HashBounded, false, false},
+		{"ip_hash", IPHash, "", false, false},
+	} {
+		ks := none
+		switch c.strategy {
+		case URLHash:
+			ks = keys
+		case IPHash:
+			ks = v4
+		}
+		for _, n := range []int{10, 100} {
+			bs := make([]Backend, n)
+			for i := range bs {
+				bs[i] = Backend{Address: fmt.Sprintf("10.%d.%d.%d:80", i>>16, i>>8&255, i&255), Weight: 1 + i%3}
+			}
+			bal := mustNew(b, Config{Strategy: c.strategy, HashMode: c.mode, TwoChoices: c.two, Backends: bs})
+			if c.load {
+				rng := rand.New(rand.NewSource(1))
+				for i := 0; i < n; i++ {
+					bal.hold(i)
+					bal.release(i, time.Duration(1+rng.Intn(50))*time.Millisecond, false)
+					for k := rng.Intn(10); k > 0; k-- {
+						bal.hold(i)
+					}
+				}
+			}
+			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					j, t := Pick(bal, ks[i&4095], Filter{})
+					if t != 0 { // a ticket of 0 needs no Done (see Ticket)
+						Done(bal, j, t, 5*time.Millisecond, false)
+					}
+				}
+			})
+		}
 	}
 }

@@ -56,41 +56,33 @@ func hashSteady(g *group) bool {
 // strategy are all primary, so a position there is a backend index.
 func pickTable(b *Balancer, key string) int {
 	g := b.primary
-	if g.table == tableSchedule {
-		return scheduleNext(g)
-	}
-	if g.table == tableNone || !hashSteady(g) {
-		return noAnswer
-	}
-	var i int32
 	switch g.table {
+	case tableSchedule:
+		return scheduleNext(g)
 	case tableDraw:
-		if g.gate.Load()>>modeBits != 0 { // steady, watch read above
-			return noAnswer
+		if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 {
+			return int(g.look[b.rand()%g.lookLen])
 		}
-		return int(g.look[b.rand()%g.lookLen])
 	case tableCRC:
-		if key == "" {
-			return noAnswer
+		if key != "" && hashSteady(g) {
+			return entry(g, uint64(crcString(key)>>g.lookShift))
 		}
-		i = g.look[crcString(key)>>g.lookShift]
 	case tableMaglev:
-		if key == "" {
-			return noAnswer
+		if key != "" && hashSteady(g) {
+			return entry(g, slot(g, maglevKey(key)))
 		}
-		i = g.look[slot(g, maglevKey(key))]
 	case tableBounded:
-		if key == "" {
-			return noAnswer
-		}
-		if i = g.look[crcString(key)>>g.lookShift]; i >= 0 && !underCap(b, g, int(i)) {
-			return noAnswer
+		if key != "" && hashSteady(g) {
+			if i := entry(g, uint64(crcString(key)>>g.lookShift)); i >= 0 && underCap(b, g, i) {
+				return i
+			}
 		}
 	case tableIPHash:
-		if interpreted {
-			i = g.look[ipHashParsed(key)]
-		} else {
-			i = g.look[ipv4Hash(key)] // IPv4 only: the full pick reads the rest as cheaply
+		if hashSteady(g) {
+			if interpreted {
+				return entry(g, uint64(ipHashParsed(key)))
+			}
+			return entry(g, uint64(ipv4Hash(key))) // IPv4 only: the full pick reads the rest as cheaply
 		}
 	case tableLeast:
 		i, _, _ := pickLeastSteady(b, g, false)
@@ -102,10 +94,16 @@ func pickTable(b *Balancer, key string) int {
 		i, _, _ := pickFairSteady(b, g, false)
 		return i
 	}
-	if i < 0 {
-		return noAnswer
+	return noAnswer
+}
+
+// entry is the backend index at position at of the group's table, or
+// noAnswer for an entry of -1.
+func entry(g *group, at uint64) int {
+	if i := g.look[at]; i >= 0 {
+		return int(i)
 	}
-	return int(i)
+	return noAnswer
 }
 
 // scheduleNext is the schedule's next entry while the group is steady in
