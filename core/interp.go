@@ -319,6 +319,17 @@ func crcString(s string) uint32 {
 	return ^crcUpdate(0xffffffff, s)
 }
 
+// ipHashFirst returns nginx's first ip_hash hash of the client address key,
+// the index of ip_hash's table entry for it, or ipHashNone for a key the
+// table does not read: compiled, ipv4Hash's (IPv4 only: the full pick
+// reads the rest as cheaply); interpreted, ipHashParsed's.
+func ipHashFirst(key string) int {
+	if interpreted {
+		return ipHashParsed(key)
+	}
+	return ipv4Hash(key)
+}
+
 // ipHashParsed returns nginx's first ip_hash hash of the client address
 // key, the index of ip_hash's table entry for it, or ipHashNone for a key
 // the table does not read: ipv4Hash's for the interpreter, where a loop

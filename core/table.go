@@ -79,10 +79,7 @@ func pickTable(b *Balancer, key string) int {
 		}
 	case tableIPHash:
 		if hashSteady(g) {
-			if interpreted {
-				return entry(g, uint64(ipHashParsed(key)))
-			}
-			return entry(g, uint64(ipv4Hash(key))) // IPv4 only: the full pick reads the rest as cheaply
+			return entry(g, uint64(ipHashFirst(key)))
 		}
 	case tableLeast:
 		i, _, _ := pickLeastSteady(b, g, false)
