@@ -228,6 +228,19 @@ func TestDoneSincePick(t *testing.T) {
 	if b.InFlight(k) != 0 {
 		t.Errorf("%d in flight after Pick and Done", b.InFlight(k))
 	}
+
+	// Pick with no filter takes fair's steady read, whose clock reading
+	// the ticket carries.
+	fresh := mustNew(t, Config{Strategy: Fair, Backends: hcBackends(1, 1), Now: clock.now, Rand: seededRandFunc(3)})
+	m, tk := Pick(fresh, "", Filter{})
+	clock.add(4 * time.Millisecond)
+	Done(fresh, m, tk, SincePick, false)
+	if got := fresh.Latency(m); got != 4*time.Millisecond {
+		t.Errorf("SincePick 4ms after Pick: estimate %v, want 4ms", got)
+	}
+	if fresh.InFlight(m) != 0 {
+		t.Errorf("%d in flight after Pick and Done", fresh.InFlight(m))
+	}
 }
 
 // TestTraitsOf: what each strategy declares it needs from its host.
