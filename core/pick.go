@@ -85,22 +85,17 @@ func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
 		}
 	}
 	if f.Allow == nil {
-		if i = scheduleNext(b.primary); i != noAnswer {
-			if !b.counted {
-				return i, 0 // steady: no backend has failures to clear
-			}
-			return i, begin(b, i)
+		var now int64
+		if g := b.primary; g.table == tableSchedule {
+			i = scheduleNext(g) // pickTable's read, inlined: the commonest
+		} else {
+			i, now = pickTable(b, key)
 		}
-		if b.primary.table == tableFair {
-			// fair's steady read takes the clock reading the ticket holds
-			if j, _, t := pickFairSteady(b, b.primary, false); j != noAnswer {
-				return j, beginAt(b, j, int64(t))
-			}
-		} else if i = pickTable(b, key); i != noAnswer {
+		if i != noAnswer {
 			if !b.counted {
 				return i, 0 // steady: no backend has failures to clear
 			}
-			return i, begin(b, i)
+			return i, beginAt(b, i, now)
 		}
 		i = pickFrom(b, request{key: key, b: b})
 	} else {

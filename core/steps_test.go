@@ -71,7 +71,7 @@ func (b *Balancer) release(i int, latency time.Duration, failed bool) {
 // request: the group's table while it is steady (see table.go), the
 // strategy's full pick otherwise.
 func pickKey(b *Balancer, key string) int {
-	if i := pickTable(b, key); i != noAnswer {
+	if i, _ := pickTable(b, key); i != noAnswer {
 		return i
 	}
 	return pickFrom(b, request{key: key, b: b})

@@ -52,46 +52,48 @@ func hashSteady(g *group) bool {
 
 // pickTable answers a pick with no caller's filter from the primary
 // group's table, or returns noAnswer (see the entries of -1: a key whose
-// member is down, a ring bucket holding a point). Members of a hash
-// strategy are all primary, so a position there is a backend index.
-func pickTable(b *Balancer, key string) int {
+// member is down, a ring bucket holding a point), and the clockNano
+// reading the pick took (fair's; 0 for the others), which the request's
+// ticket holds. Members of a hash strategy are all primary, so a position
+// there is a backend index.
+func pickTable(b *Balancer, key string) (int, int64) {
 	g := b.primary
 	switch g.table {
 	case tableSchedule:
-		return scheduleNext(g)
+		return scheduleNext(g), 0
 	case tableDraw:
 		if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 {
-			return int(g.look[b.rand()%g.lookLen])
+			return int(g.look[b.rand()%g.lookLen]), 0
 		}
 	case tableCRC:
 		if key != "" && hashSteady(g) {
-			return entry(g, uint64(crcString(key)>>g.lookShift))
+			return entry(g, uint64(crcString(key)>>g.lookShift)), 0
 		}
 	case tableMaglev:
 		if key != "" && hashSteady(g) {
-			return entry(g, slot(g, maglevKey(key)))
+			return entry(g, slot(g, maglevKey(key))), 0
 		}
 	case tableBounded:
 		if key != "" && hashSteady(g) {
 			if i := entry(g, uint64(crcString(key)>>g.lookShift)); i >= 0 && underCap(b, g, i) {
-				return i
+				return i, 0
 			}
 		}
 	case tableIPHash:
 		if hashSteady(g) {
-			return entry(g, uint64(ipHashFirst(key)))
+			return entry(g, uint64(ipHashFirst(key))), 0
 		}
 	case tableLeast:
 		i, _, _ := pickLeastSteady(b, g, false)
-		return i
+		return i, 0
 	case tableTwo:
 		i, _, _ := pickTwoSteady(b, g, false)
-		return i
+		return i, 0
 	case tableFair:
-		i, _, _ := pickFairSteady(b, g, false)
-		return i
+		i, _, t := pickFairSteady(b, g, false)
+		return i, int64(t)
 	}
-	return noAnswer
+	return noAnswer, 0
 }
 
 // entry is the backend index at position at of the group's table, or
