@@ -208,7 +208,11 @@ func (st *steerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // steerOther serves the requests ServeHTTP does not: with a key to hash,
-// counted in flight, retried, or switching protocols.
+// counted in flight, retried, or switching protocols. A first pass that
+// does not switch protocols is picked by core.Take, which reads the
+// strategy's table or steady arrays where Pick would make the full pick,
+// and leaves a request it counts in flight to the end to count down
+// (steerEnded: sw.n).
 func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string) {
 	if st.p.keyKind != keyNone {
 		key = requestKey(st.p.s, r)
@@ -218,13 +222,14 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 		tried = st.triedBy(r)
 	}
 	b := st.p.bal.Load().(*balancer)
-	if tried == nil {
-		if r.Header["Upgrade"] == nil {
-			steerTaken(w, r, st, b, key)
-			return
-		}
+	var i int
+	var n *atomic.Int64
+	var t core.Ticket
+	if tried == nil && r.Header["Upgrade"] == nil {
+		i, n, t = core.Take(b.Balancer, key)
+	} else {
+		i, t = steerPick(b, key, tried)
 	}
-	i, t := steerPick(b, key, tried)
 	if i < 0 {
 		noServer(w, tried != nil)
 		return
@@ -234,32 +239,12 @@ func steerOther(w http.ResponseWriter, r *http.Request, st *steerer, key string)
 		steerUpgrade(w, r, st, b, i, t)
 		return
 	}
-	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, t: t, served: i}
+	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, n: n, t: t, served: i}
 	if st.p.timed {
 		sw.start = time.Now()
 	}
 	// Deferred: Traefik's proxy aborts a response that breaks off midway
 	// with a panic (http.ErrAbortHandler), and the request must still end.
-	defer steerEnd(sw)
-	st.next.ServeHTTP(sw, r)
-}
-
-// steerTaken is steerOther for a request's first pass, not an upgrade:
-// picked by core.Take, which reads the strategy's table or steady arrays
-// where Pick would make the full pick, and which leaves a request it
-// counts in flight to the caller to count down (steerEnded: sw.n).
-func steerTaken(w http.ResponseWriter, r *http.Request, st *steerer, b *balancer, key string) {
-	i, n, t := core.Take(b.Balancer, key)
-	if i < 0 {
-		noServer(w, false)
-		return
-	}
-	steerCookie(r, st, i)
-	sw := &steerWriter{ResponseWriter: w, st: st, r: r, b: b, i: i, n: n, t: t, served: i}
-	if st.p.timed {
-		sw.start = time.Now()
-	}
-	// Deferred, as in steerOther.
 	defer steerEnd(sw)
 	st.next.ServeHTTP(sw, r)
 }
@@ -365,7 +350,10 @@ func (bs *blindSteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // blindOther is blindSteerer's way for a request with a key to hash, or
-// counted in flight until its end.
+// counted in flight until its end: core.Take hands the count back, and
+// the deferred Add counts it down however the service's ServeHTTP ends
+// (Traefik's proxy aborts a response that breaks off midway with a
+// panic, http.ErrAbortHandler).
 func blindOther(w http.ResponseWriter, r *http.Request, st *steerer, b *core.Balancer) {
 	key := ""
 	if st.p.keyKind != keyNone {
@@ -378,23 +366,8 @@ func blindOther(w http.ResponseWriter, r *http.Request, st *steerer, b *core.Bal
 	}
 	steerCookie(r, st, i)
 	if n != nil {
-		blindCounted(w, r, st, n, i, t)
-		return
+		defer n.Add(-1)
 	}
-	st.next.ServeHTTP(w, r)
-	if t != 0 {
-		blindEnd(st, w, i, t)
-	} else if w.Header()["Set-Cookie"] != nil {
-		blindEnd(st, w, i, t)
-	}
-}
-
-// blindCounted lets the service serve a request that core.Take counted in
-// flight at server i (count n, ticket t), and counts it down however the
-// service's ServeHTTP ends: deferred, since Traefik's proxy aborts a
-// response that breaks off midway with a panic (http.ErrAbortHandler).
-func blindCounted(w http.ResponseWriter, r *http.Request, st *steerer, n *atomic.Int64, i int, t core.Ticket) {
-	defer n.Add(-1)
 	st.next.ServeHTTP(w, r)
 	if t != 0 {
 		blindEnd(st, w, i, t)
