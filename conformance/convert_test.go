@@ -118,9 +118,7 @@ func (f settled) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	want := int64(0)
 	if f.pool != nil {
-		f.pool.mu.Lock()
-		want = int64(len(f.pool.gates))
-		f.pool.mu.Unlock()
+		want = int64(f.pool.gates.Len())
 		if strings.Contains(r.URL.RawQuery, "hold=") {
 			want-- // this request's gate is registered before it is sent
 		}

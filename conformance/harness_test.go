@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lbpack/lbpack/conformance/hold"
 	"github.com/lbpack/lbpack/core"
 )
 
@@ -189,8 +189,7 @@ func nginxBinary(t *testing.T) string {
 type pool struct {
 	addrs   []string
 	arrived chan arrival
-	mu      sync.Mutex
-	gates   map[string]chan struct{}
+	gates   *hold.Gates
 }
 
 type arrival struct{ id, addr string }
@@ -217,7 +216,7 @@ func startPool(t *testing.T, ipv6 bool) *pool {
 // they stop when the test ends. A host without IPv6 loopback skips the test.
 func listenPool(t *testing.T, hosts []string) *pool {
 	t.Helper()
-	p := &pool{arrived: make(chan arrival, 64), gates: map[string]chan struct{}{}}
+	p := &pool{arrived: make(chan arrival, 64), gates: hold.New()}
 	srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
 	for _, host := range hosts {
 		ln, err := net.Listen("tcp", host)
@@ -232,25 +231,10 @@ func listenPool(t *testing.T, hosts []string) *pool {
 		go srv.Serve(ln)
 	}
 	t.Cleanup(func() {
-		p.mu.Lock()
-		for id, gate := range p.gates {
-			close(gate)
-			delete(p.gates, id)
-		}
-		p.mu.Unlock()
+		p.gates.ReleaseAll()
 		srv.Close()
 	})
 	return p
-}
-
-// release lets the request held as id answer.
-func (p *pool) release(id string) {
-	p.mu.Lock()
-	if g := p.gates[id]; g != nil {
-		close(g)
-		delete(p.gates, id)
-	}
-	p.mu.Unlock()
 }
 
 func (p *pool) serve(w http.ResponseWriter, r *http.Request) {
@@ -262,23 +246,12 @@ func (p *pool) serve(w http.ResponseWriter, r *http.Request) {
 	if id := r.URL.Query().Get("set"); id != "" {
 		w.Header().Add("Set-Cookie", "sess="+id+"; path=/")
 	}
-	// The hold parameter is found by hand: the raw keys before it need not
-	// be valid for Go's query parser.
-	raw := r.URL.RawQuery
-	if i := strings.LastIndex(raw, "hold="); i == 0 || i > 0 && raw[i-1] == '&' {
-		id := raw[i+len("hold="):]
-		p.mu.Lock()
-		gate := p.gates[id]
-		p.mu.Unlock()
-		if gate == nil {
+	// hold.ID, not r.URL.Query: the raw keys before hold= need not be
+	// valid for Go's query parser.
+	if id := hold.ID(r.URL.RawQuery); id != "" {
+		if !p.gates.Wait(r, id, func() { p.arrived <- arrival{id, addr.String()} }) {
 			http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
 			return
-		}
-		p.arrived <- arrival{id, addr.String()}
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
 		}
 	}
 	io.WriteString(w, addr.String())
@@ -562,7 +535,6 @@ func (n *nginx) pickOf(u *upstream, body string, h http.Header) (int, error) {
 type inflight struct {
 	id   string
 	pos  int
-	gate chan struct{}
 	done chan answer
 }
 
@@ -577,14 +549,12 @@ type answer struct {
 // backend); the backend answers when release is called.
 func (n *nginx) hold(u *upstream, i int) (*inflight, error) {
 	q, realIP := u.query(i)
-	f := &inflight{id: fmt.Sprintf("%s-%d", u.name, i), gate: make(chan struct{}), done: make(chan answer, 1)}
+	f := &inflight{id: fmt.Sprintf("%s-%d", u.name, i), done: make(chan answer, 1)}
 	if q != "" {
 		q += "&"
 	}
 	q += "hold=" + f.id
-	n.pool.mu.Lock()
-	n.pool.gates[f.id] = f.gate
-	n.pool.mu.Unlock()
+	n.pool.gates.Hold(f.id)
 	go func() {
 		body, h, err := n.getOn(n.heldClient, "/"+u.name, q, realIP)
 		a := answer{pos: -1, err: err}
@@ -618,7 +588,7 @@ func (n *nginx) hold(u *upstream, i int) (*inflight, error) {
 
 // release lets a held request's backend answer and waits for the answer.
 func (n *nginx) release(f *inflight) error {
-	n.pool.release(f.id)
+	n.pool.gates.Release(f.id)
 	select {
 	case a := <-f.done:
 		if a.err == nil && a.pos != f.pos {

@@ -209,7 +209,7 @@ func recordCase(base string, client, heldClient *http.Client, be *pool, c *stick
 	flights := map[int]*stickyFlight{}
 	defer func() {
 		for _, f := range flights {
-			be.release(f.id)
+			be.gates.Release(f.id)
 		}
 	}()
 	// land releases held request j and records its answer.
@@ -219,7 +219,7 @@ func recordCase(base string, client, heldClient *http.Client, be *pool, c *stick
 			return fmt.Errorf("request %d is released but not held", j)
 		}
 		delete(flights, j)
-		be.release(f.id)
+		be.gates.Release(f.id)
 		res := <-f.done
 		if res.err != nil {
 			return fmt.Errorf("held request %d: %v", j, res.err)
@@ -265,9 +265,7 @@ func recordCase(base string, client, heldClient *http.Client, be *pool, c *stick
 // it, so that nginx counts it in flight.
 func (be *pool) holdSticky(base string, client *http.Client, c *stickyCase, ex *stickyExchange, i int) (*stickyFlight, error) {
 	f := &stickyFlight{id: fmt.Sprintf("%s-%d", c.Name, i), done: make(chan stickyResult, 1)}
-	be.mu.Lock()
-	be.gates[f.id] = make(chan struct{})
-	be.mu.Unlock()
+	be.gates.Hold(f.id)
 	sep := "?"
 	if strings.Contains(ex.Target, "?") {
 		sep = "&"

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbpack/lbpack/conformance/hold"
 	"github.com/lbpack/lbpack/conformance/stickydata"
 	"github.com/lbpack/lbpack/internal/nginxconf"
 )
@@ -182,7 +183,7 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 	for i := range c.Requests {
 		ex := &c.Requests[i]
 		for _, j := range ex.ReleaseBefore {
-			be.release(holdID(c.Requests[j].Target))
+			be.gates.Release(hold.ID(c.Requests[j].Target))
 			checkAnswer(t, c, j, <-held[j])
 			delete(held, j)
 		}
@@ -193,8 +194,7 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 			checkAnswer(t, c, i, send(t, client, base, c, ex))
 			continue
 		}
-		id := holdID(ex.Target)
-		arrived := be.hold(id)
+		arrived := be.gates.Hold(hold.ID(ex.Target))
 		done := make(chan recAnswer, 1)
 		go func(ex *recExchange) { done <- send(t, client, base, c, ex) }(ex)
 		select {
@@ -207,7 +207,7 @@ func replayCase(t *testing.T, l *loader, redirect func(http.Handler, map[string]
 		held[i] = done
 	}
 	for j, done := range held {
-		be.release(holdID(c.Requests[j].Target))
+		be.gates.Release(hold.ID(c.Requests[j].Target))
 		checkAnswer(t, c, j, <-done)
 	}
 }
@@ -457,14 +457,6 @@ func sameCookie(got, want string, date time.Time, expires *int64) bool {
 	return false
 }
 
-// holdID is a held request's hold= argument.
-func holdID(target string) string {
-	if i := strings.LastIndex(target, "hold="); i >= 0 {
-		return target[i+len("hold="):]
-	}
-	return ""
-}
-
 // replayBackends are the backends of the replay, one listener per
 // recorded address, on the test's ports: LBPACK_STICKY_PORT_TRAEFIK and
 // the ports after it, or ports the system picks.
@@ -473,12 +465,11 @@ type replayBackends struct {
 	next  int // the next port to try, 0: the system's
 	mu    sync.Mutex
 	addrs map[string]string // recorded address: the listener's
-	gates map[string]chan struct{}
-	came  map[string]chan struct{}
+	gates *hold.Gates
 }
 
 func newReplayBackends(t *testing.T) *replayBackends {
-	be := &replayBackends{addrs: map[string]string{}, gates: map[string]chan struct{}{}, came: map[string]chan struct{}{}}
+	be := &replayBackends{addrs: map[string]string{}, gates: hold.New()}
 	if v := os.Getenv("LBPACK_STICKY_PORT_TRAEFIK"); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p <= 0 || p > 65000 {
@@ -488,12 +479,7 @@ func newReplayBackends(t *testing.T) *replayBackends {
 	}
 	be.srv = &http.Server{Handler: http.HandlerFunc(be.serve), ReadHeaderTimeout: 5 * time.Second}
 	t.Cleanup(func() {
-		be.mu.Lock()
-		for id, g := range be.gates {
-			close(g)
-			delete(be.gates, id)
-		}
-		be.mu.Unlock()
+		be.gates.ReleaseAll()
 		be.srv.Close()
 	})
 	return be
@@ -538,25 +524,6 @@ func (be *replayBackends) addrFor(t *testing.T, recorded string, listening bool)
 	return ""
 }
 
-// hold makes the request held as id wait at its backend until release,
-// and returns the channel closed when it gets there.
-func (be *replayBackends) hold(id string) chan struct{} {
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.gates[id] = make(chan struct{})
-	be.came[id] = make(chan struct{})
-	return be.came[id]
-}
-
-func (be *replayBackends) release(id string) {
-	be.mu.Lock()
-	if g := be.gates[id]; g != nil {
-		close(g)
-		delete(be.gates, id)
-	}
-	be.mu.Unlock()
-}
-
 // serve answers as the recording's backends do: the body is the recorded
 // address; set= sets the session cookie; hold= waits for the release.
 func (be *replayBackends) serve(w http.ResponseWriter, r *http.Request) {
@@ -567,19 +534,9 @@ func (be *replayBackends) serve(w http.ResponseWriter, r *http.Request) {
 	if id := r.URL.Query().Get("set"); id != "" {
 		w.Header().Add("Set-Cookie", "sess="+id+"; path=/")
 	}
-	if id := holdID(r.URL.RawQuery); id != "" {
-		be.mu.Lock()
-		gate, came := be.gates[id], be.came[id]
-		delete(be.came, id)
-		be.mu.Unlock()
-		if gate == nil {
-			http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
-			return
-		}
-		if came != nil {
-			close(came)
-		}
-		<-gate
+	if id := hold.ID(r.URL.RawQuery); id != "" && !be.gates.Wait(r, id, nil) {
+		http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
+		return
 	}
 	w.Header().Set("X-Replay-Backend", "1")
 	io.WriteString(w, as)

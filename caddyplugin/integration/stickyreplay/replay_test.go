@@ -36,6 +36,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/lbpack/lbpack/caddyplugin"
+	"github.com/lbpack/lbpack/conformance/hold"
 	"github.com/lbpack/lbpack/conformance/stickydata"
 	"github.com/lbpack/lbpack/internal/nginxconf"
 	"github.com/lbpack/lbpack/sticky"
@@ -164,10 +165,9 @@ func child(m map[string]any, key string) map[string]any {
 // request with hold=ID until released, and drops the connection of a
 // request to an address that does not listen in the recording.
 type backends struct {
-	mu      sync.Mutex
-	dead    map[string]bool
-	gates   map[string]chan struct{}
-	arrived chan string
+	mu    sync.Mutex
+	dead  map[string]bool
+	gates *hold.Gates
 }
 
 func (b *backends) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -189,41 +189,15 @@ func (b *backends) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := q.Get("set"); id != "" {
 		w.Header().Add("Set-Cookie", "sess="+id+"; path=/")
 	}
-	if id := q.Get("hold"); id != "" {
-		b.mu.Lock()
-		gate := b.gates[id]
-		b.mu.Unlock()
-		if gate == nil {
-			http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
-			return
-		}
-		b.arrived <- id
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
+	if id := q.Get("hold"); id != "" && !b.gates.Wait(r, id, nil) {
+		http.Error(w, "unknown hold "+id, http.StatusInternalServerError)
+		return
 	}
 	io.WriteString(w, addr)
 }
 
-func (b *backends) gate(id string) {
-	b.mu.Lock()
-	b.gates[id] = make(chan struct{})
-	b.mu.Unlock()
-}
-
-func (b *backends) release(id string) {
-	b.mu.Lock()
-	if g := b.gates[id]; g != nil {
-		close(g)
-		delete(b.gates, id)
-	}
-	b.mu.Unlock()
-}
-
 func startBackends(t *testing.T) *backends {
-	b := &backends{dead: map[string]bool{}, gates: map[string]chan struct{}{}, arrived: make(chan string, 16)}
+	b := &backends{dead: map[string]bool{}, gates: hold.New()}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("the backends' proxy: %v", err)
@@ -232,12 +206,7 @@ func startBackends(t *testing.T) *backends {
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
-		b.mu.Lock()
-		for id, g := range b.gates {
-			close(g)
-			delete(b.gates, id)
-		}
-		b.mu.Unlock()
+		b.gates.ReleaseAll()
 		srv.Close()
 	})
 	return b
@@ -338,7 +307,7 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 			if f == nil {
 				t.Fatalf("%s request %d: releases %d, which is not held", c.Name, i, j)
 			}
-			b.release(holdID(c.Requests[j].Target))
+			b.gates.Release(hold.ID(c.Requests[j].Target))
 			got := <-f.done
 			check(j, &c.Requests[j], got)
 			delete(held, j)
@@ -355,8 +324,7 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 			time.Sleep(time.Duration(ex.PauseBeforeMS) * time.Millisecond)
 		}
 		if ex.Held {
-			id := holdID(ex.Target)
-			b.gate(id)
+			came := b.gates.Hold(hold.ID(ex.Target))
 			f := &flight{done: make(chan answer, 1)}
 			held[i] = f
 			go func(ex *exchange, done chan<- answer) {
@@ -365,7 +333,7 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 				own.CloseIdleConnections()
 			}(ex, f.done)
 			select {
-			case <-b.arrived:
+			case <-came:
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s request %d: never reached its backend", c.Name, i)
 			}
@@ -376,7 +344,7 @@ func replay(t *testing.T, b *backends, c *stickyCase) {
 		check(i, ex, got)
 	}
 	for j, f := range held {
-		b.release(holdID(c.Requests[j].Target))
+		b.gates.Release(hold.ID(c.Requests[j].Target))
 		check(j, &c.Requests[j], <-f.done)
 	}
 }
@@ -397,11 +365,6 @@ func waitServing(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func holdID(target string) string {
-	i := strings.LastIndex(target, "hold=")
-	return target[i+len("hold="):]
 }
 
 // Every recorded request of the sticky families goes through Caddy with
