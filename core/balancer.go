@@ -182,6 +182,11 @@ func build(cfg Config, prev *Balancer) (*Balancer, error) {
 			return nil, err
 		}
 	}
+	if b.counted && !traits.Counts {
+		// A backup's max_conns has every request counted in flight, which
+		// the table of a strategy that counts nothing does not do.
+		b.primary.table = tableNone
+	}
 	// Only a balancer that is returned takes a place in the states' lists.
 	b.counts, b.requests = make([]*atomic.Int64, n), make([]*atomic.Int64, n)
 	for i, m := range b.members {

@@ -22,7 +22,7 @@ import (
 //   - least_conn and fair, which have no table that answers alone, read
 //     their flat arrays under the table's guard in one function each
 //     (pickLeastSteady, pickTwoSteady, pickFairSteady), which for Take also
-//     counts the request (takeCounted) and for pickTable does not: one
+//     counts the request (takeCounted) and for pickTable leaves it to its caller: one
 //     frame where the full pick costs a request value, its dispatch and a
 //     call per member;
 //   - hashing a key calls the standard library's compiled checksum and
@@ -175,7 +175,7 @@ func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) 
 // balancer that counts over all backends, see keepsTotal) and the schedule
 // follows its canonical table, every member that is not down ties, and
 // nginx's pass among them all is smooth_wrr's next step, the table's next
-// entry; otherwise, for a group of up to tieBits members all up, one pass
+// entry (compiled, pickTable reads it before calling here); otherwise, for a group of up to tieBits members all up, one pass
 // over the group's counts and weights (in thousandths) finds the member
 // with the fewest requests in flight per weight, nginx's choice when it is
 // the only one (scanPlain's answer); a tie goes to tiedAll or tiedPass,
@@ -256,7 +256,7 @@ func takeTotal(b *Balancer, i int, n *atomic.Int64, t Ticket) (int, *atomic.Int6
 
 // pickFairSteady is fair's read of a steady group (so every member is
 // eligible at its configured weight), for Take (take true) and for Pick
-// and pickTable (take false), at the pick's clock reading: pickFair's
+// (take false: pickTable), at the pick's clock reading: pickFair's
 // rules, in its order, with nothing to check per member, over member
 // positions and the flat arrays. The ticket carries the clock reading
 // (Take's pick goes to takeCounted with it; Pick begins the request with

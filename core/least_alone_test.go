@@ -37,7 +37,7 @@ func TestLeastAloneMatchesScan(t *testing.T) {
 		for k := 0; k < 20; k++ {
 			got := pickKey(steady, "")
 			want, err := full.chooseFunc("", all)
-			o, _ := pickTable(own, "")
+			o := tableChoice(own, "")
 			if o != noAnswer {
 				answered++
 			} else {

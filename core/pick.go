@@ -78,42 +78,49 @@ const (
 // backend is available (see ErrNoBackend), and the request's ticket, for
 // Done at its end. Many goroutines may pick at once.
 func Pick(b *Balancer, key string, f Filter) (int, Ticket) {
-	var i int
 	if f.Sticky != "" {
 		if j, ok := b.byID[f.Sticky]; ok {
 			return pickSticky(b, key, f, b.members[j])
 		}
 	}
-	if f.Allow == nil {
-		var now int64
-		if g := b.primary; g.table == tableSchedule {
-			i = scheduleNext(g) // pickTable's read, inlined: the commonest
-		} else {
-			i, now = pickTable(b, key)
-		}
-		if i != noAnswer {
-			if !b.counted {
-				return i, 0 // steady: no backend has failures to clear
-			}
-			return i, beginAt(b, i, now)
-		}
-		i = pickFrom(b, request{key: key, b: b})
-	} else {
-		i = pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version})
+	if f.Allow != nil {
+		return picked(b, pickFrom(b, request{key: key, avail: f.Allow, b: b, version: f.Version}))
 	}
+	if g := b.primary; g.table == tableSchedule {
+		if i := scheduleNext(g); i != noAnswer { // pickTable's read, inlined: the commonest
+			return i, 0 // see pickTable
+		}
+	} else if i, t := pickTable(b, key); i != noAnswer {
+		return i, t
+	}
+	return picked(b, pickFrom(b, request{key: key, b: b}))
+}
+
+// picked begins the request the full pick sent to backend i (none when i
+// is -1).
+func picked(b *Balancer, i int) (int, Ticket) {
 	if i < 0 {
 		return -1, 0
 	}
 	return i, begin(b, i)
 }
 
+// countIn counts a request to backend i in flight, for a steady read of a
+// strategy that counts (least_conn, fair, bounded), and returns its ticket
+// (a steady group has no backend with failures to clear).
+func countIn(b *Balancer, i int) Ticket {
+	if b.inflight != nil {
+		b.inflight.Add(1) // first: the total never reads below the members' counts
+	}
+	s := b.members[i].state // counts[i] and requests[i]
+	s.inflight.Add(1)
+	s.requests.Add(1)
+	return ticketCount
+}
+
 // begin counts a request to backend i in flight, when the balancer counts
 // them, and returns its ticket.
-func begin(b *Balancer, i int) Ticket { return beginAt(b, i, 0) }
-
-// beginAt is begin with the clockNano reading of the pick, when the pick
-// read the clock (0 when it did not).
-func beginAt(b *Balancer, i int, now int64) Ticket {
+func begin(b *Balancer, i int) Ticket {
 	if !b.counted {
 		// Failures matter only to a backend with max_fails: a success
 		// after them must reach Done to clear them.
@@ -122,22 +129,19 @@ func beginAt(b *Balancer, i int, now int64) Ticket {
 		}
 		return 0
 	}
-	if b.inflight != nil {
-		b.inflight.Add(1)
-	}
-	b.counts[i].Add(1)
-	b.requests[i].Add(1)
+	t := countIn(b, i)
 	if b.timed {
-		if now == 0 {
-			now = clockNano(b)
-		}
-		return Ticket(now&^ticketFlags | ticketCount)
+		return t | clockTicket(clockNano(b))
 	}
 	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
-		return 1 | ticketCount
+		return t | 1 // for Take's caller, which counts down itself (takeAny)
 	}
-	return ticketCount
+	return t
 }
+
+// clockTicket is the part of a timed request's ticket that holds the
+// clockNano reading now of its pick.
+func clockTicket(now int64) Ticket { return Ticket(now &^ ticketFlags) }
 
 // Done ends the request to backend i that Pick began with ticket t, after
 // latency (SincePick: the time since the pick); failed says whether it
@@ -162,14 +166,23 @@ func Done(b *Balancer, i int, t Ticket, latency time.Duration, failed bool) {
 	if latency == NotSent {
 		return
 	}
-	var now int64
-	if b.timed {
-		now = clockEpoch + int64(b.since(clockBase)) // clockNano, inline: see interp.go
-		if latency == SincePick {
-			latency = time.Duration(now - int64(t&^ticketFlags))
-		}
+	if !b.timed {
+		settle(b, i, failed)
+		return
+	}
+	now := clockEpoch + int64(b.since(clockBase)) // clockNano, inline: see interp.go
+	if latency == SincePick {
+		latency = time.Duration(now - int64(t&^ticketFlags))
 	}
 	report(b, b.members[i], now, int64(latency), failed)
+}
+
+// settle is Done's report for a strategy that times nothing: only failures
+// to count or to clear (report's second half, which it spares a call).
+func settle(b *Balancer, i int, failed bool) {
+	if m := b.members[i]; failed || m.state.fails.Load() != 0 {
+		account(b, m, failed)
+	}
 }
 
 // countDown ends a request to backend i that Pick or Take counted in

@@ -35,6 +35,9 @@ func TestTakeMatchesPick(t *testing.T) {
 		{"url_hash modulo", Config{Strategy: URLHash, HashMode: HashModulo, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
 		{"url_hash maglev", Config{Strategy: URLHash, HashMode: HashMaglev, Backends: hcBackends(1, 2, 1)}, "/item/%d", false},
 		{"ip_hash", Config{Strategy: IPHash, Backends: hcBackends(1, 2, 1)}, "192.0.%d.7", false},
+		// A backup's max_conns: every request is counted, the primary's too.
+		{"smooth_wrr capped backup", Config{Strategy: SmoothWRR, Backends: cappedBackup(hcBackends(5, 3, 2))}, "", true},
+		{"random capped backup", Config{Strategy: Random, Backends: cappedBackup(hcBackends(5, 3, 2))}, "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -264,6 +267,11 @@ func TestTraitsOf(t *testing.T) {
 	if _, err := TraitsOf("nope", ""); err == nil {
 		t.Error("TraitsOf an unknown strategy: no error")
 	}
+}
+
+// cappedBackup returns bs and a backup with max_conns 1.
+func cappedBackup(bs []Backend) []Backend {
+	return append(bs, Backend{Address: "10.0.9.1:80", Weight: 1, Backup: true, MaxConns: 1})
 }
 
 // BenchmarkRequest measures one request's pick and end as a host makes

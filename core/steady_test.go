@@ -95,7 +95,7 @@ func TestHashTableMatchesFullPick(t *testing.T) {
 
 // steadyAnswer reports whether the group's table answers key itself,
 // without the full pick.
-func steadyAnswer(b *Balancer, key string) bool { i, _ := pickTable(b, key); return i != noAnswer }
+func steadyAnswer(b *Balancer, key string) bool { return tableChoice(b, key) != noAnswer }
 
 // The tables' draws follow the shares: random uniformly over the members
 // that are not down, weighted_random and two choices' first candidate by
@@ -250,7 +250,7 @@ func TestSteadyMatchesFullPick(t *testing.T) {
 				}
 				want := pickFrom(full, request{key: key, b: full})
 				got := pickKey(viaPick, key)
-				own, _ := pickTable(viaTable, key)
+				own := tableChoice(viaTable, key)
 				if own != noAnswer {
 					answered++
 				} else {

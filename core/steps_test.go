@@ -71,10 +71,20 @@ func (b *Balancer) release(i int, latency time.Duration, failed bool) {
 // request: the group's table while it is steady (see table.go), the
 // strategy's full pick otherwise.
 func pickKey(b *Balancer, key string) int {
-	if i, _ := pickTable(b, key); i != noAnswer {
+	if i := tableChoice(b, key); i != noAnswer {
 		return i
 	}
 	return pickFrom(b, request{key: key, b: b})
+}
+
+// tableChoice is the answer of the group's table for key (noAnswer where
+// the full pick must decide), without the request pickTable began there.
+func tableChoice(b *Balancer, key string) int {
+	i, t := pickTable(b, key)
+	if i != noAnswer && t != 0 {
+		Done(b, i, t, NotSent, false)
+	}
+	return i
 }
 
 // isSteady reports whether every member currently weighs what it is

@@ -16,7 +16,8 @@ package core
 // than its configured weight moves one of them, and the full pick answers
 // until they read 0 again. A group with a member that has max_conns has no
 // table: only a look at that member's requests in flight tells whether it
-// may be picked.
+// may be picked; nor has the primary group of a strategy that counts
+// nothing when a backup has max_conns (every request is then counted).
 //
 // least_conn and fair have no table that answers alone (their choice
 // depends on requests in flight and on latency); their reads over the flat
@@ -51,47 +52,69 @@ func hashSteady(g *group) bool {
 }
 
 // pickTable answers a pick with no caller's filter from the primary
-// group's table, or returns noAnswer (see the entries of -1: a key whose
-// member is down, a ring bucket holding a point), and the clockNano
-// reading the pick took (fair's; 0 for the others), which the request's
-// ticket holds. Members of a hash strategy are all primary, so a position
-// there is a backend index.
-func pickTable(b *Balancer, key string) (int, int64) {
+// group's table and begins the request there, returning the backend index
+// and the request's ticket, or noAnswer (see the entries of -1: a key
+// whose member is down, a ring bucket holding a point) when the full pick
+// must decide. A strategy that counts nothing gives a ticket of 0: a
+// steady group has no backend with failures to clear, and the balancer
+// counts nothing either (see build). Members of a hash strategy are all
+// primary, so a position there is a backend index.
+func pickTable(b *Balancer, key string) (int, Ticket) {
 	g := b.primary
 	switch g.table {
 	case tableSchedule:
-		return scheduleNext(g), 0
+		if i := scheduleNext(g); i != noAnswer {
+			return i, 0
+		}
 	case tableDraw:
 		if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 {
 			return int(g.look[b.rand()%g.lookLen]), 0
 		}
 	case tableCRC:
 		if key != "" && hashSteady(g) {
-			return entry(g, uint64(crcString(key)>>g.lookShift)), 0
+			if i := entry(g, uint64(crcString(key)>>g.lookShift)); i != noAnswer {
+				return i, 0
+			}
 		}
 	case tableMaglev:
 		if key != "" && hashSteady(g) {
-			return entry(g, slot(g, maglevKey(key))), 0
+			if i := entry(g, slot(g, maglevKey(key))); i != noAnswer {
+				return i, 0
+			}
 		}
 	case tableBounded:
 		if key != "" && hashSteady(g) {
 			if i := entry(g, uint64(crcString(key)>>g.lookShift)); i >= 0 && underCap(b, g, i) {
-				return i, 0
+				return i, countIn(b, i)
 			}
 		}
 	case tableIPHash:
 		if hashSteady(g) {
-			return entry(g, uint64(ipHashFirst(key))), 0
+			if i := entry(g, uint64(ipHashFirst(key))); i != noAnswer {
+				return i, 0
+			}
 		}
 	case tableLeast:
-		i, _, _ := pickLeastSteady(b, g, false)
-		return i, 0
+		i := noAnswer
+		if b.inflight != nil && b.inflight.Load() == 0 {
+			// Nothing in flight: every member that is not down ties, and
+			// nginx's pass among them all is the schedule's next step.
+			i = scheduleNext(g)
+		}
+		if i < 0 {
+			i, _, _ = pickLeastSteady(b, g, false)
+		}
+		if i >= 0 {
+			return i, countIn(b, i)
+		}
 	case tableTwo:
-		i, _, _ := pickTwoSteady(b, g, false)
-		return i, 0
+		if i, _, _ := pickTwoSteady(b, g, false); i >= 0 {
+			return i, countIn(b, i)
+		}
 	case tableFair:
-		i, _, t := pickFairSteady(b, g, false)
-		return i, int64(t)
+		if i, _, t := pickFairSteady(b, g, false); i >= 0 {
+			return i, countIn(b, i) | t // t holds the pick's clock reading
+		}
 	}
 	return noAnswer, 0
 }
@@ -106,10 +129,11 @@ func entry(g *group, at uint64) int {
 }
 
 // scheduleNext is the schedule's next entry while the group is steady in
-// the schedule's mode, and noAnswer otherwise: pickTable's read for the
-// table strategies, small enough for the compiler to inline in Pick.
+// the schedule's mode, and noAnswer otherwise: the table strategies' read,
+// and least_conn's while nothing is in flight; small enough for the
+// compiler to inline.
 func scheduleNext(g *group) int {
-	if g.table == tableSchedule && g.gate.Load() == 1 && g.watch.Load() == 0 {
+	if g.gate.Load() == 1 && g.watch.Load() == 0 {
 		return int(g.look[(g.cur.n.Add(1)-1)%g.cur.size])
 	}
 	return noAnswer
