@@ -366,7 +366,7 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.Re
 		p.conns.settle(r)
 	}
 	if st := p.opts.sticky; st != nil {
-		b.id, b.session = st.requestID(r, p.sessions, time.Now())
+		b.id, b.session = sticky.RequestID(&st.rule, r, p.sessions, time.Now())
 	}
 	i, t := p.choose(s, key, b.id, untried(e, tried))
 	if i < 0 && tried != nil && p.rounds {
@@ -377,8 +377,8 @@ func (p *policy) pick(pool reverseproxy.UpstreamPool, r *http.Request, w http.Re
 		return nil
 	}
 	u := s.ups[i]
-	if st := p.opts.sticky; st != nil && st.cookie != nil && w != nil {
-		b.cookie = st.cookie.Header(e.bal.ID(i), time.Now())
+	if st := p.opts.sticky; st != nil && st.rule.Cookie != nil && w != nil {
+		b.cookie = st.rule.Cookie.Header(e.bal.ID(i), time.Now())
 		setCookie(w.Header(), prev.setCookie(), b.cookie)
 	}
 	p.remember(vars, r, e, i, t, u, tried, b)

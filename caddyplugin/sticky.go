@@ -92,13 +92,11 @@ const (
 
 // stickiness is StickyOptions checked and ready for requests.
 type stickiness struct {
-	cookie *sticky.Cookie // sticky cookie
+	rule sticky.Rule // the cookie, the route's sources, or learn's
 	// value computes a backend's id in the caddy and traefik value modes
 	// (and nginx's with a secret) from its dial address; nil: core's id.
-	value  func(dial string) string
-	route  []sticky.Source // sticky route, or learn's lookup
-	create []sticky.Source // learn's create; nil without learn
-	learn  *StickyLearn
+	value func(dial string) string
+	learn *StickyLearn
 }
 
 // compile checks s and returns it ready for requests; scheme is the
@@ -118,9 +116,9 @@ func (s *StickyOptions) compile(scheme string) (*stickiness, error) {
 	var err error
 	switch {
 	case s.Cookie != nil:
-		st.cookie, st.value, err = s.Cookie.compile(scheme)
+		st.rule.Cookie, st.value, err = s.Cookie.compile(scheme)
 	case s.Route != nil:
-		st.route, err = sources("sticky route", s.Route, false)
+		st.rule.Route, err = sources("sticky route", s.Route, false)
 	default:
 		l := *s.Learn
 		if l.Timeout == 0 {
@@ -140,10 +138,10 @@ func (s *StickyOptions) compile(scheme string) (*stickiness, error) {
 			err = fmt.Errorf("sticky learn max_sessions %d: want a whole number of at least 1", l.MaxSessions)
 		}
 		if err == nil {
-			st.create, err = sources("sticky learn create", l.Create, true)
+			st.rule.Create, err = sources("sticky learn create", l.Create, true)
 		}
 		if err == nil {
-			st.route, err = sources("sticky learn lookup", l.Lookup, false)
+			st.rule.Lookup, err = sources("sticky learn lookup", l.Lookup, false)
 		}
 		st.learn = &l
 	}
@@ -355,22 +353,6 @@ func checkRoute(what, route string) error {
 		return fmt.Errorf("%s %q: %q cannot be in a cookie's value", what, route, route[i])
 	}
 	return nil
-}
-
-// requestID returns the sticky id r carries (core.Filter.Sticky), "" none,
-// and for learn the session id it looked up.
-func (st *stickiness) requestID(r *http.Request, sessions *sticky.Sessions, now time.Time) (id, session string) {
-	switch {
-	case st.cookie != nil:
-		return sticky.RequestCookie(r.Header, st.cookie.Name), ""
-	case st.create == nil:
-		return sticky.First(st.route, r, nil), ""
-	}
-	session = sticky.First(st.route, r, nil)
-	if session == "" || sessions == nil {
-		return "", session
-	}
-	return sessions.Lookup(session, now), session
 }
 
 // setCookie puts the cookie value v on h: in place of prev, the value this

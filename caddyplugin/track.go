@@ -216,7 +216,7 @@ func (p *policy) remember(vars map[string]any, r *http.Request, e *poolEntry, i 
 		a.e, a.i, a.t, a.fail = e, i, t, p.failStatus
 	}
 	if p.sessions != nil {
-		create := p.opts.sticky.create
+		create := p.opts.sticky.rule.Create
 		a.learn = &learning{sessions: p.sessions, create: create, r: learnRequest(create, r), session: b.session, id: e.bal.ID(i)}
 	}
 	if a.repl, _ = ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); a.repl != nil {

@@ -234,7 +234,7 @@ func (p *Plugin) newProxy(i int, target *url.URL) http.Handler {
 	rp.BufferPool = p.buffers
 	rp.FlushInterval = p.s.flushInterval
 	rp.ErrorHandler = proxyError(p, i)
-	if p.s.failStatus != nil || p.sticky != nil && (p.sticky.cookie != nil || p.sticky.header) {
+	if p.s.failStatus != nil || p.sticky != nil && (p.sticky.rule.Cookie != nil || p.sticky.header) {
 		rp.ModifyResponse = statusCheck(p, i)
 	}
 	if !p.s.passHost {
@@ -481,14 +481,15 @@ func serveSticky(w http.ResponseWriter, r *http.Request, p *Plugin) {
 	if p.keyKind != keyNone {
 		key = requestKey(p.s, r)
 	}
-	a := &attempt{p: p, b: b, req: r, key: key, id: stickyID(p.sticky, p.sessions, r)}
+	id, _ := sticky.RequestID(&p.sticky.rule, r, p.sessions, time.Now())
+	a := &attempt{p: p, b: b, req: r, key: key, id: id}
 	a.i, a.t = core.Pick(b.Balancer, key, core.Filter{Sticky: a.id})
 	if a.i < 0 {
 		unavailable(w)
 		return
 	}
 	a.picked = time.Now()
-	if p.sticky.cookie != nil {
+	if p.sticky.rule.Cookie != nil {
 		a.req = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
 	}
 	if p.keepBody && r.Body != nil && r.Body != http.NoBody {
@@ -682,8 +683,8 @@ func unavailable(w http.ResponseWriter) {
 // gatewayError answers a request whose last try, to server a.i, failed:
 // with the sticky cookie naming that server, as nginx's 502 has it.
 func gatewayError(w http.ResponseWriter, a *attempt) {
-	if ss := a.p.sticky; ss != nil && ss.cookie != nil {
-		setStickyCookie(w.Header(), ss.cookie, a.b.Balancer, a.i, a.picked)
+	if ss := a.p.sticky; ss != nil && ss.rule.Cookie != nil {
+		setStickyCookie(w.Header(), ss.rule.Cookie, a.b.Balancer, a.i, a.picked)
 	}
 	badGateway(w, a.err)
 }

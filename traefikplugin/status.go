@@ -26,9 +26,9 @@ func statusCheck(p *Plugin, i int) func(*http.Response) error {
 		} else if learns {
 			learn(ss, p.sessions, res.Request, res.Header, p.bal.Load().(*balancer).Balancer, i)
 		}
-		if ss != nil && ss.cookie != nil {
+		if ss != nil && ss.rule.Cookie != nil {
 			if a, ok := res.Request.Context().Value(attemptKey{}).(*attempt); ok {
-				setStickyCookie(res.Header, ss.cookie, a.b.Balancer, i, a.picked)
+				setStickyCookie(res.Header, ss.rule.Cookie, a.b.Balancer, i, a.picked)
 			}
 		}
 		return nil

@@ -277,7 +277,7 @@ func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.p.keyKind != keyNone {
 		key = requestKey(st.p.s, r)
 	}
-	id := stickyID(st.p.sticky, st.p.sessions, r)
+	id, _ := sticky.RequestID(&st.p.sticky.rule, r, st.p.sessions, time.Now())
 	var tried []bool
 	if st.retried.Load() != 0 {
 		tried = st.triedBy(r)
@@ -290,8 +290,8 @@ func (ss *stickySteerer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	steerCookie(r, st, i)
 	if r.Header["Upgrade"] != nil {
-		if st.p.sticky.cookie != nil {
-			setStickyCookie(w.Header(), st.p.sticky.cookie, b.Balancer, i, time.Now())
+		if st.p.sticky.rule.Cookie != nil {
+			setStickyCookie(w.Header(), st.p.sticky.rule.Cookie, b.Balancer, i, time.Now())
 		}
 		steerUpgrade(w, r, st, b, i, t)
 		return
@@ -566,8 +566,8 @@ func stickyAnswer(sw *steerWriter, h http.Header) {
 	if j < 0 {
 		j = sw.i
 	}
-	if ss.cookie != nil {
-		setStickyCookie(h, ss.cookie, sw.b.Balancer, j, sw.start)
+	if ss.rule.Cookie != nil {
+		setStickyCookie(h, ss.rule.Cookie, sw.b.Balancer, j, sw.start)
 	} else if ss.learns() && ss.header && sw.served >= 0 && !failing(sw.st.p, sw.status) {
 		learn(ss, sw.st.p.sessions, sw.r, h, sw.b.Balancer, j)
 	}

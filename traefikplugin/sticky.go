@@ -104,17 +104,14 @@ const (
 
 // stickySettings is a validated Sticky.
 type stickySettings struct {
-	cookie  *sticky.Cookie  // cookie mode, else nil
-	route   []sticky.Source // route mode
-	create  []sticky.Source // learn mode, with lookup
-	lookup  []sticky.Source
+	rule    sticky.Rule // the mode: its cookie, route sources, or learn's
 	timeout time.Duration
 	max     int // 0: sticky.DefaultMaxSessions
 	header  bool
 }
 
 // learns reports whether the settings are learn's.
-func (ss *stickySettings) learns() bool { return ss.lookup != nil }
+func (ss *stickySettings) learns() bool { return ss.rule.Lookup != nil }
 
 // sessionsKey is what learn's session table is made with, "" for none: a
 // reload that keeps it keeps the table.
@@ -153,7 +150,7 @@ func parseSticky(c *Config, backends []core.Backend, rawURLs []string) (*stickyS
 		if err != nil {
 			return nil, err
 		}
-		return &stickySettings{route: srcs}, nil
+		return &stickySettings{rule: sticky.Rule{Route: srcs}}, nil
 	case learnSet:
 		return parseLearn(st.Learn)
 	}
@@ -238,7 +235,7 @@ func parseStickyCookie(ck StickyCookie) (*stickySettings, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("sticky.cookie: %v", err)
 	}
-	return &stickySettings{cookie: c}, nil
+	return &stickySettings{rule: sticky.Rule{Cookie: c}}, nil
 }
 
 // parseLearn reads sticky.learn.
@@ -251,10 +248,10 @@ func parseLearn(l StickyLearn) (*stickySettings, error) {
 	}
 	ss := &stickySettings{header: l.Header, timeout: sticky.DefaultTimeout, max: l.MaxSessions}
 	var err error
-	if ss.create, err = sources("sticky.learn.create", l.Create, true); err != nil {
+	if ss.rule.Create, err = sources("sticky.learn.create", l.Create, true); err != nil {
 		return nil, err
 	}
-	if ss.lookup, err = sources("sticky.learn.lookup", l.Lookup, false); err != nil {
+	if ss.rule.Lookup, err = sources("sticky.learn.lookup", l.Lookup, false); err != nil {
 		return nil, err
 	}
 	if l.Timeout != "" {
@@ -278,21 +275,6 @@ func sources(key string, list []string, upstream bool) ([]sticky.Source, error) 
 	return out, nil
 }
 
-// stickyID is the sticky id request r carries: its cookie's value, its
-// route, or the server its session is bound to.
-func stickyID(ss *stickySettings, sessions *sticky.Sessions, r *http.Request) string {
-	switch {
-	case ss.cookie != nil:
-		return sticky.RequestCookie(r.Header, ss.cookie.Name)
-	case ss.route != nil:
-		return sticky.First(ss.route, r, nil)
-	}
-	if s := sticky.First(ss.lookup, r, nil); s != "" {
-		return sessions.Lookup(s, time.Now())
-	}
-	return ""
-}
-
 // setStickyCookie puts the cookie naming server i (its id in b), picked
 // at time picked, into the answer's headers h, before any Set-Cookie
 // header already there (the server's own).
@@ -304,10 +286,10 @@ func setStickyCookie(h http.Header, c *sticky.Cookie, b *core.Balancer, i int, p
 // an answer with headers h: the session the answer creates, or the one the
 // request names, is bound to the server.
 func learn(ss *stickySettings, sessions *sticky.Sessions, r *http.Request, h http.Header, b *core.Balancer, i int) {
-	create := sticky.First(ss.create, r, h)
+	create := sticky.First(ss.rule.Create, r, h)
 	lookup := ""
 	if create == "" {
-		if lookup = sticky.First(ss.lookup, r, nil); lookup == "" {
+		if lookup = sticky.First(ss.rule.Lookup, r, nil); lookup == "" {
 			return
 		}
 	}

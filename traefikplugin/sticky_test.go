@@ -108,12 +108,12 @@ func TestParseSticky(t *testing.T) {
 		}
 		cookie, sources, learn := "", "", ""
 		if ss := s.sticky; ss != nil {
-			if ss.cookie != nil {
-				cookie = ss.cookie.Header(b.ID(0), now)
+			if ss.rule.Cookie != nil {
+				cookie = ss.rule.Cookie.Header(b.ID(0), now)
 			}
-			sources = joinSources(ss.route)
+			sources = joinSources(ss.rule.Route)
 			if ss.learns() {
-				sources = joinSources(ss.create) + " / " + joinSources(ss.lookup)
+				sources = joinSources(ss.rule.Create) + " / " + joinSources(ss.rule.Lookup)
 				learn = ss.timeout.String() + "/" + strconv.Itoa(ss.max) + "/" + map[bool]string{false: "false", true: "true"}[ss.header]
 			}
 		}
