@@ -63,24 +63,18 @@ func pickTable(b *Balancer, key string) (int, Ticket) {
 	g := b.primary
 	switch g.table {
 	case tableSchedule:
-		if i := scheduleNext(g); i != noAnswer {
-			return i, 0
-		}
+		return scheduleNext(g), 0
 	case tableDraw:
 		if g.gate.Load()>>modeBits == 0 && g.watch.Load() == 0 {
 			return int(g.look[b.rand()%g.lookLen]), 0
 		}
 	case tableCRC:
 		if key != "" && hashSteady(g) {
-			if i := entry(g, uint64(crcString(key)>>g.lookShift)); i != noAnswer {
-				return i, 0
-			}
+			return entry(g, uint64(crcString(key)>>g.lookShift)), 0
 		}
 	case tableMaglev:
 		if key != "" && hashSteady(g) {
-			if i := entry(g, slot(g, maglevKey(key))); i != noAnswer {
-				return i, 0
-			}
+			return entry(g, slot(g, maglevKey(key))), 0
 		}
 	case tableBounded:
 		if key != "" && hashSteady(g) {
@@ -90,9 +84,7 @@ func pickTable(b *Balancer, key string) (int, Ticket) {
 		}
 	case tableIPHash:
 		if hashSteady(g) {
-			if i := entry(g, uint64(ipHashFirst(key))); i != noAnswer {
-				return i, 0
-			}
+			return entry(g, uint64(ipHashFirst(key))), 0
 		}
 	case tableLeast:
 		i := noAnswer
