@@ -22,9 +22,9 @@ import (
 //   - least_conn and fair, which have no table that answers alone, read
 //     their flat arrays under the table's guard in one function each
 //     (pickLeastSteady, pickTwoSteady, pickFairSteady), which for Take also
-//     counts the request (takeCounted) and for pickTable leaves it to its caller: one
-//     frame where the full pick costs a request value, its dispatch and a
-//     call per member;
+//     counts the request (takeCounted); pickTable counts it itself
+//     (countIn): one frame where the full pick costs a request value, its
+//     dispatch and a call per member;
 //   - hashing a key calls the standard library's compiled checksum and
 //     address parser where compiled code runs its own loops (crcString,
 //     ipHashParsed);
@@ -175,11 +175,11 @@ func takeIPHash(b *Balancer, g *group, key string) (int, *atomic.Int64, Ticket) 
 // balancer that counts over all backends, see keepsTotal) and the schedule
 // follows its canonical table, every member that is not down ties, and
 // nginx's pass among them all is smooth_wrr's next step, the table's next
-// entry (compiled, pickTable reads it before calling here); otherwise, for a group of up to tieBits members all up, one pass
-// over the group's counts and weights (in thousandths) finds the member
-// with the fewest requests in flight per weight, nginx's choice when it is
-// the only one (scanPlain's answer); a tie goes to tiedAll or tiedPass,
-// with a bit per tied position. Where neither answers, or the group is not
+// entry (pickTable reads it before calling here); otherwise, for a group
+// of up to tieBits members all up, one pass over the group's counts and
+// weights (in thousandths) finds the member with the fewest requests in
+// flight per weight, nginx's choice when it is the only one (scanPlain's
+// answer); a tie goes to tiedAll or tiedPass, with a bit per tied position. Where neither answers, or the group is not
 // steady, the answer is noAnswer: pickTable's, and Take's takeAny. Take's
 // pick goes to takeCounted. The guard and the scan are inline (Take's
 // frame and this one are all a pick costs) and their conditions flat.
@@ -259,8 +259,8 @@ func takeTotal(b *Balancer, i int, n *atomic.Int64, t Ticket) (int, *atomic.Int6
 // (take false: pickTable), at the pick's clock reading: pickFair's
 // rules, in its order, with nothing to check per member, over member
 // positions and the flat arrays. The ticket carries the clock reading
-// (Take's pick goes to takeCounted with it; Pick begins the request with
-// it, reading the clock once); an unsteady group's answer is noAnswer
+// (Take's pick goes to takeCounted with it; pickTable begins the request
+// with it, so that a pick reads the clock once); an unsteady group's answer is noAnswer
 // (Take's: takeAny's).
 func pickFairSteady(b *Balancer, g *group, take bool) (int, *atomic.Int64, Ticket) {
 	if g.gate.Load() < 1<<modeBits { // steady, inline

@@ -131,17 +131,13 @@ func begin(b *Balancer, i int) Ticket {
 	}
 	t := countIn(b, i)
 	if b.timed {
-		return t | clockTicket(clockNano(b))
+		return t | Ticket(clockNano(b)&^ticketFlags) // the pick's clock reading
 	}
 	if m := b.members[i]; m.maxFails != 0 && m.state.fails.Load() != 0 {
 		return t | 1 // for Take's caller, which counts down itself (takeAny)
 	}
 	return t
 }
-
-// clockTicket is the part of a timed request's ticket that holds the
-// clockNano reading now of its pick.
-func clockTicket(now int64) Ticket { return Ticket(now &^ ticketFlags) }
 
 // Done ends the request to backend i that Pick began with ticket t, after
 // latency (SincePick: the time since the pick); failed says whether it
